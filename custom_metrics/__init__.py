@@ -17,6 +17,7 @@ from custom_metrics.dvo import (
     load_vocabulary,
     vocabulary_path,
 )
+from custom_metrics.fm import FACETS, extract_facets, fm_aggregate, fm_scores, parse_facets
 from custom_metrics.fragments import domainsum_fragments, longest_match_fragments, newsroom_fragments
 from custom_metrics.judge import (
     JudgeConfig,
@@ -50,6 +51,7 @@ from custom_metrics.token_shift import aggregate_shift, domain_word_mask, positi
 from custom_metrics.tokenize import count_tokens, word_tokenize
 
 __all__ = [
+    "FACETS", "extract_facets", "fm_aggregate", "fm_scores", "parse_facets",
     "fkgl", "focus_f1", "keyword_success_rate", "length_bin", "length_scores", "readability_scores",
     "MEASURES", "PROFILES", "domain_measures", "domainsum_fragments", "find_duplicates",
     "longest_match_fragments", "measure_pairs", "measure_token_pairs", "newsroom_fragments",

@@ -20,6 +20,10 @@ strips it as the tasks do, and scores it with the chosen metrics:
   with the judge from ``--judge-model`` / ``DOMSUM_JUDGE_MODEL`` etc.; no judge
   configured = skipped with one notice, as in the tasks. Answers are cached, so a
   re-run costs nothing.
+* ``fm`` / ``fm_vanilla``: the Facet-aware Metric of scientific abstracts and its
+  one-rating baseline (``custom_metrics.fm.fm_scores``, ``--fm-variant zero|few``),
+  with the same judge settings; each sample's line keeps the four facet fractions,
+  ratings and extracted segments (``fm_detail``), so every score is explainable.
 
 Writes, next to each input (or into ``--out-dir``): ``<stem>.scores.jsonl`` (one line
 per sample: ``doc_id``, the doc's ``id``, ``filter``, ``prediction`` and its
@@ -50,7 +54,7 @@ if str(ROOT) not in sys.path:
 
 log = logging.getLogger("score_samples")
 
-FAMILIES = ("rouge", "bertscore", "dvo", "judge")
+FAMILIES = ("rouge", "bertscore", "dvo", "judge", "fm", "fm_vanilla")
 JUDGE_METRICS = ("domain_adaptation", "coherence", "fluency")
 KNOWN_DOMAINS = ("arxiv", "pubmed", "govreport")
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)$")
@@ -263,6 +267,33 @@ def score_judge(samples: Sequence[Sample], metrics: Sequence[str], domain: str, 
     return per, summary
 
 
+def score_fm(samples: Sequence[Sample], families: Sequence[str], config: Any,
+             args: argparse.Namespace) -> tuple[list[dict], dict]:
+    """FM (and/or the vanilla baseline) of each prediction against its reference abstract."""
+    from custom_metrics.fm import fm_scores
+
+    want_fm = "fm" in families
+    out = fm_scores([s.reference for s in samples], [s.prediction for s in samples], config,
+                    variant=args.fm_variant, vanilla="fm_vanilla" in families, facets=want_fm)
+    per: list[dict] = []
+    for item in out["per_item"]:
+        row: dict[str, Any] = {}
+        if want_fm:
+            row["fm"] = item["fm"]
+            row["fm_detail"] = {k: item[k] for k in ("fractions", "ratings", "reference_facets",
+                                                     "candidate_facets", "failure")}
+        if "fm_vanilla" in families:
+            row["fm_vanilla"] = item["fm_vanilla"]
+        per.append(row)
+    summary: dict[str, Any] = {}
+    if want_fm:
+        summary["fm"] = out["fm"]
+    if "fm_vanilla" in families:
+        summary["fm_vanilla"] = out["fm_vanilla"]
+    summary["fm_judge"] = {k: out[k] for k in ("n_scored", "failures", "variant", "usage", "judge")}
+    return per, summary
+
+
 # =========================================================================== driver
 
 
@@ -279,7 +310,8 @@ def score_file(path: Path, families: list[str], judge_metrics: list[str], args: 
     domain = args.domain or infer_domain(task)
     # Everything that can fail cheaply is checked before any scoring.
     dvo_parts = load_dvo(args, domain) if "dvo" in families else None
-    config = judge_config(args) if "judge" in families else None
+    needs_judge = any(f in families for f in ("judge", "fm", "fm_vanilla"))
+    config = judge_config(args) if needs_judge else None
     if "judge" in families and config is not None and not domain:
         raise ScoreError("judge metrics: give --domain (the task name has none)")
 
@@ -288,8 +320,21 @@ def score_file(path: Path, families: list[str], judge_metrics: list[str], args: 
     summary: dict[str, Any] = {"samples_file": str(path), "task": task, "domain": domain,
                                "n_samples": len(samples), "filter": samples[0].filter,
                                "metrics": {}, "skipped": {}}
+    fm_done = False
     for family in families:
-        if family == "rouge":
+        if family in ("fm", "fm_vanilla"):
+            if fm_done:
+                continue
+            fm_done = True
+            if config is None:
+                from custom_metrics.judge import notice_judge_skipped
+
+                notice_judge_skipped("FM metrics (score_samples)")
+                summary["skipped"]["fm"] = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
+                continue
+            per, agg = score_fm(samples, families, config, args)
+            summary["fm_judge"] = agg.pop("fm_judge")
+        elif family == "rouge":
             per, agg = score_rouge(samples)
         elif family == "bertscore":
             per, agg = score_bertscore(samples, args)
@@ -321,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description="Re-score lm-eval --log_samples files with suite metrics.")
     ap.add_argument("samples", nargs="+", type=Path, help="samples_<task>_<timestamp>.jsonl file(s)")
     ap.add_argument("--metrics", required=True,
-                    help="comma list of: rouge, bertscore, dvo, judge, domain_adaptation, coherence, fluency")
+                    help="comma list of: rouge, bertscore, dvo, judge, domain_adaptation, coherence, fluency, "
+                         "fm, fm_vanilla")
     ap.add_argument("--out-dir", help="where to write outputs (default: next to each input)")
     ap.add_argument("--domain", help="domain for DVO vocabulary and judge prompts (default: from the task name)")
     ap.add_argument("--filter", help="filter key to score (default: the file's first)")
@@ -342,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge-logprobs", choices=("on", "off", "auto"))
     g.add_argument("--judge-n-samples", type=int, help="replies per item without logprobs (default 20)")
     g.add_argument("--max-document-words", type=int, help="truncate sources in judge prompts")
+    g.add_argument("--fm-variant", choices=("zero", "few"), default="zero",
+                   help="FM alignment prompts: zero-shot rules (default) or with the paper's examples")
     return ap
 
 

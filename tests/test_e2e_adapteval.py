@@ -131,3 +131,36 @@ def test_filters_remove_the_extractive_record(fixture_data_dir):
     docs, _ = build_docs("govreport", 0, "adapteval_govreport", {"data_dir": str(fixture_data_dir), "max_doc_words": 20})
     assert all(d["prompt"].endswith("\nSUMMARY:") for d in docs)
     assert all(len(d["prompt"].split("TEXT: ")[1].split()) <= 21 for d in docs)
+
+
+def test_fm_variant_against_stub_server(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path, vocab_dir):
+    """adapteval_pubmed_fm: FM and its baseline from the stub judge, details written per document."""
+    from judge_server import StubJudgeServer, Text
+
+    facets = {"background": "bg", "method": "m", "result": "r", "conclusion": "c"}
+    with StubJudgeServer() as server:
+        server.on("background/method/result/conclusion of this work", Text(json.dumps(facets)))
+        server.on("alignment (1-3)", Text("3"))
+        server.on("alignment (1-4)", Text("2"))
+        details = tmp_path / "fm_details.jsonl"
+        m = meta(fixture_data_dir, minilm_path, vocab_dir, judge_model="stub-judge", judge_base_url=server.url,
+                 judge_cache=str(tmp_path / "judge.sqlite"), fm_details=str(details))
+        res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                           "--include_path", "lm_eval_tasks", "--tasks", "adapteval_pubmed_fm", "--limit", "2",
+                           "--log_samples", "--gen_kwargs", "max_gen_toks=16", "--metadata", m],
+                          tmp_path / "run", env=subprocess_env(OPENAI_API_KEY="test-key"))
+    r = res["results"]["adapteval_pubmed_fm"]
+    check(res, "adapteval_pubmed_fm")
+    preds = [json.loads(line)["filtered_resps"][0].strip()
+             for line in sample_files(tmp_path / "run", "adapteval_pubmed_fm")[0].read_text().splitlines()]
+    # a non-empty summary: background 3/3, method 2/4, result 2/4, conclusion 3/3;
+    # an empty one has every facet at the lowest rating (1/3, 1/4, 1/4, 1/3)
+    full = 0.1 * 1 + 0.3 * 0.5 + 0.3 * 0.5 + 0.3 * 1
+    empty = 0.1 / 3 + 0.3 * 0.25 + 0.3 * 0.25 + 0.3 / 3
+    expected = sum(full if p else empty for p in preds) / len(preds)
+    assert r["fm,none"] == pytest.approx(expected)
+    assert r["fm_vanilla,none"] == pytest.approx(0.5)  # every vanilla rating is "2" of 4
+    assert r["fm_failures,none"] == 0
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    assert len(rows) == 2 and all(len(row["fractions"]) == 4 and row["reference_facets"] == facets for row in rows)
+    assert res["configs"]["adapteval_pubmed_fm"]["metadata"]["fm_variant_used"] == "zero"

@@ -253,3 +253,77 @@ class AdaptEvalJudgedTask(AdaptEvalTask):
             out[key] = float("nan") if value is None else float(value)
         out["judge_parse_failures"] = float(sum(failures.values()) if isinstance(failures, dict) else failures)
         return out
+
+
+FM_KEYS = ("fm", "fm_vanilla", "fm_failures")
+
+
+class AdaptEvalFMTask(AdaptEvalTask):
+    """AdaptEval plus the Facet-aware Metric (opt-in variants ``adapteval_{arxiv,pubmed}_fm``).
+
+    FM (Chen et al.) grades a scientific abstract against the reference abstract facet
+    by facet (background / method / result / conclusion); ``fm_vanilla`` is its
+    one-rating baseline; ``fm_failures`` counts pairs whose facet extraction or
+    rating held no valid answer after one retry (left out of the means, never 0).
+    Both run in one batch per task through :func:`custom_metrics.fm.fm_scores` with
+    the suite's judge (cache, bounded concurrency). Metadata: ``fm_variant``
+    (``zero`` default, ``few`` = the paper's in-context examples) and ``fm_details``
+    (a JSONL path receiving each document's facet fractions, ratings and segments).
+    Without a configured judge the FM metrics are left out with one notice.
+    """
+
+    FAMILIES = ("rouge", "bertscore", "dvo", "fm")
+
+    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
+        super().__init__(config=config, **kwargs)
+        from custom_metrics.judge import notice_judge_skipped, resolve_judge_config
+
+        self._judge_config = resolve_judge_config(self.meta)
+        self._fm_variant = str(setting(self.meta, "fm_variant") or "zero")
+        if self._fm_variant not in ("zero", "few"):
+            raise ValueError(f"task {self.config.task}: metadata fm_variant must be 'zero' or 'few', "
+                             f"got {self._fm_variant!r}")
+        if self._judge_config is None:
+            notice_judge_skipped(f"task {self.config.task}: FM metrics")
+            self.FAMILIES = ("rouge", "bertscore", "dvo")
+        else:
+            self.meta["judge_model_used"] = self._judge_config.model
+            self.meta["judge_base_url_used"] = self._judge_config.base_url
+            self.meta["fm_variant_used"] = self._fm_variant
+
+    def family_keys(self, family: str) -> tuple[str, ...]:
+        if family == "fm":
+            return FM_KEYS
+        return super().family_keys(family)
+
+    def higher_is_better(self) -> dict[str, bool]:
+        out = super().higher_is_better()
+        if "fm_failures" in out:
+            out["fm_failures"] = False
+        return out
+
+    def score_family(self, family: str, items):
+        if family != "fm":
+            return super().score_family(family, items)
+        from custom_metrics.fm import fm_scores
+
+        res = fm_scores([it[2] for it in items], [it[1] for it in items], self._judge_config,
+                        variant=self._fm_variant)
+        self.meta["fm_usage"] = res["usage"]
+        self.meta["fm_failures_by_kind"] = res["failures"]
+        details = setting(self.meta, "fm_details")
+        if details:
+            import json
+            from pathlib import Path
+
+            path = Path(details).expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                for it, detail in zip(items, res["per_item"]):
+                    fh.write(json.dumps({"task": self.config.task, "id": it[0], **detail},
+                                        ensure_ascii=False) + "\n")
+        return {
+            "fm": float("nan") if res["fm"] is None else float(res["fm"]),
+            "fm_vanilla": float("nan") if res["fm_vanilla"] is None else float(res["fm_vanilla"]),
+            "fm_failures": float(sum(res["failures"].values())),
+        }

@@ -1,0 +1,446 @@
+"""Facet-aware Metric (FM) for scientific abstracts, and its "vanilla" baseline.
+
+Source: Chen et al., "Rethinking Scientific Summarization Evaluation: Grounding
+Explainable Metrics on Facet-aware Benchmark" (arXiv 2402.14359; benchmark FD,
+released as ScholarSum, ``iriscxy/ScholarSum``, ``FM metric code/``).
+
+Formula
+-------
+1. **Facet extraction** (Appendix A.1): the judge reads one abstract (reference and
+   candidate separately) and returns JSON with keys ``background``, ``method``,
+   ``result``, ``conclusion``; each value is a segment copied from the abstract, an
+   empty string when the facet is absent. Replies are parsed leniently (code fences,
+   prose around the object, single quotes); a reply that is still not JSON is asked
+   again once (a new, separately cached request) and then counted as a failure.
+2. **Per-facet alignment** of candidate (Input2) to reference (Input1):
+   background and conclusion on 1-3 (3 consistent, 2 not mentioned, 1 contradicts),
+   method and result on 1-4 (4 covers / omits minor details, 3 omits important
+   information, 2 not mentioned, 1 contradicts). A facet the reference lacks is left
+   out (fraction 0, as in the release); a facet the reference has but the candidate
+   lacks gets the lowest rating (1) without a judge call, as the release does.
+   Ratings go through :func:`custom_metrics.judge.judge_scores` (G-Eval scoring:
+   log-probability weighted, or the mean of samples), so they may be fractional.
+3. **Score** :func:`fm_aggregate`: rating / scale maximum per facet, weighted
+   background 0.1, method 0.3, result 0.3, conclusion 0.3, renormalised over the
+   facets the reference has. The released human totals follow exactly this:
+   fractions ``[1.0, 0.5, 0.25, 1/3]`` give 0.425.
+
+The vanilla baseline (``fm_vanilla``) asks one direct 1-4 alignment rating of the
+whole candidate against the whole reference, reported as rating / 4.
+
+Judge plumbing: replies that are free text (facet JSON) go through the judge core's
+own batch engine (``custom_metrics.judge._BatchRun``: the same client, concurrency
+bound, retries with backoff, in-batch de-duplication and SQLite cache), reused, not
+copied. Ratings use the public :func:`judge_scores`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from custom_metrics.judge import (
+    JudgeConfig,
+    JudgeStats,
+    Messages,
+    judge_scores,
+    notice_judge_skipped,
+    open_cache,
+    run_sync,
+)
+
+FACETS: tuple[str, ...] = ("background", "method", "result", "conclusion")
+FACET_WEIGHTS: dict[str, float] = {"background": 0.1, "method": 0.3, "result": 0.3, "conclusion": 0.3}
+FACET_SCALES: dict[str, tuple[int, int]] = {"background": (1, 3), "method": (1, 4),
+                                            "result": (1, 4), "conclusion": (1, 3)}
+VANILLA_SCALE = (1, 4)
+EXTRACT_MAX_TOKENS = 1024
+
+# Appendix A.1 / release 1aspect_extraction.py: the extraction instruction.
+EXTRACTION_INSTRUCTION = (
+    "What is the background/method/result/conclusion of this work? Extract segment of the input "
+    "as the answer. Return the answer in json format, where the key is "
+    "background/method/result/conclusion. If any category is not represented in the input, its "
+    "value should be left empty."
+)
+
+# Appendix B.1 Figures 1 and 2 / release ``2evaluation.py``: the rating rules, verbatim.
+# The paper's prompts carry the in-context examples below; the issue's zero-shot
+# default sends the rules alone, and the ``few`` variant adds the authors' examples.
+_RULES_3 = (
+    "Using a less strict criterion, assess the alignment (1-3) between the two inputs. \n\n"
+    "- 3: Input2 is generally consistent with Input1.\n"
+    "- 2: Input1 is not mentioned in Input2.\n"
+    "- 1: Input2 contradicts Input1.\n\n"
+    "Only return the number. \n\n"
+)
+_RULES_4 = (
+    "Assess the alignment (1-4) between the two inputs. \n\n"
+    "- 4: Input2 generally covers the information present in Input1, or omits minor details "
+    "from Input1.\n"
+    "- 3: Input2 omits important information from Input1.\n"
+    "- 2: Input1 is not mentioned in Input2.\n"
+    "- 1: Input2 contradicts Input1.\n\n"
+    "Only return the number. \n\n"
+)
+# The authors' in-context examples (Figures 1 and 2; PubMed abstracts and system
+# outputs of the FD benchmark), as the release sends them.
+_DEMOS_3 = (
+    "Example 1:\n"
+    "Input1: the use of 2-[18f]fluoro-2-deoxy - d - glucose ( [ 18f]fdg ) may help to establish the "
+    "antitumor activity of enzastaurin , a novel protein kinase c - beta ii ( pkc-ii ) inhibitor , in "
+    "mouse xenografts .\n"
+    "Input2: Imaging techniques, such as positron emission tomography (PET), are important for diagnosing "
+    "and monitoring cancer patients. The glucose analogue 2-[F]fluoro-2-deoxy-D-glucose (FDG) is commonly "
+    "used as a tracer in PET imaging to assess tissue glucose utilization. FDG PET is widely used in "
+    "diagnosing various types of cancer, and it is being evaluated as a tool to assess the effects of "
+    "anticancer drugs. Enzastaurin is a novel compound that inhibits protein kinase C-beta (PKC-), which "
+    "has been implicated in tumor growth.\n"
+    "Number: 3\n\n"
+    "Example 2:\n"
+    "Input1: nissen fundoplication is an effective treatment of gastroesophageal reflux in infants .\n "
+    "laparoscopic procedures after previous laparotomy are technically more challenging .\n the role of "
+    "laparoscopic nissen fundoplication after neonatal laparotomy for diseases unrelated to reflux is "
+    "poorly described.\n"
+    "Input2: The article discusses the complex nature of gastroesophageal reflux in neonates and infants, "
+    "which is often caused by a combination of developmental and anatomical factors. \n"
+    "Number: 2\n\n"
+    "Example 3:\n"
+    "Input1: [ 18f]fdg pet imaging technique does not correlate with standard caliper assessments in "
+    "xenografts to assess the antitumor activity of enzastaurin .\n"
+    "Input2: These findings suggest that [18F]FDG PET imaging is a useful tool for assessing the antitumor "
+    "effects of novel compounds, such as enzastaurin, in preclinical studies.\n"
+    "Number: 1\n\n"
+)
+_DEMOS_4 = (
+    "Example 1:\n"
+    "Input1: We analyzed the methylation status of protocadherin8 in 162 prostate cancer tissues and 47 "
+    "benign prostatic hyperplasia tissues using methylation-specific PCR (MSP). The patients with prostate "
+    "cancer were followed up for 15-60 months, and biochemical recurrence was defined as the period between "
+    "radical prostatectomy and the measurement of 2 successive values of serum PSA level 0.2 ng/ml.\n"
+    "Input2: the promoter methylation status of protocadherin8 in 162 prostate cancer tissues and 47 normal "
+    "prostate tissues was examined using methylation - specific pcr ( msp ) .   subsequently , the "
+    "relationships between protocadherin8 methylation and clinicopathological features of prostate cancer "
+    "patients and biochemical recurrence - free survival of patients were analyzed.\n"
+    "Number: 4\n\n"
+    "Example 2:\n"
+    "Input1: the present study included 515 patients admitted to the coronary care units or equivalent "
+    "cardiology wards of the participating hospitals between 2011 and 2012 in north punjab , pakistan .   "
+    "the analysis was focused on identifying the socioeconomic status , lifestyle , family history of mi , "
+    "and risk factors ( i.e. hypertension , diabetes , smoking , and hyperlipidemia ) . a structured "
+    "questionnaire was designed to collect data . the lipid profile was recorded from the investigation "
+    "chart of every patient . for statistical analysis , the kruskal wallis , mann - whitney u , wilcoxon "
+    ", and chi - square tests were used.\n"
+    "Input2: a population - based cross - sectional study was conducted in six regions in north punjab ( "
+    "urban and rural patients ). data were collected using trained trained staff from the patients admitted "
+    "in coronary care units or equivalent cardiology hospitals in the participating hospitals.\n"
+    "Number: 3\n\n"
+    "Example 3:\n"
+    "Input1: hyperglycemia , commencing on the first dose of the steroid given , persisted even after the "
+    "discontinuation of steroids and improvement of other signs .   there were no signs of pancreatitis or "
+    "type 1 diabetes clinically in laboratory tests .   her blood glucose levels were regulated at first "
+    "with insulin and later with metformin . within 1 year of follow - up , still regulated with oral "
+    "antidiabetics , she has been diagnosed with type 2 diabetes . \n"
+    "Input2: The patient was treated with discontinuation of carbamazepine, antihistaminic and systemic "
+    "steroids, and her hyperglycemia resolved with metformin treatment. The patient's lung, skin, liver, and "
+    "renal findings regressed, and a patch test with carbamazepine was positive.\n"
+    "Number: 2\n\n"
+    "Example 4:\n"
+    "Input1: hyperglycemia , commencing on the first dose of the steroid given , persisted even after the "
+    "discontinuation of steroids and improvement of other signs . there were no signs of pancreatitis or "
+    "type 1 diabetes clinically in laboratory tests . within 1 year of follow - up , still regulated with "
+    "oral antidiabetics , she has been diagnosed with type 2 diabetes .\n"
+    "Input2: the patient recovered without any sequelae.\n"
+    "Number: 1\n\n"
+)
+# The vanilla baseline is ours: the paper names a direct GPT-4 rating without giving
+# its prompt, so we reuse the 1-4 rules above on whole abstracts.
+_VANILLA_RULES = (
+    "Assess the alignment (1-4) between the two inputs. Input1 is a reference abstract and Input2 "
+    "a candidate abstract of the same paper. \n\n"
+    "- 4: Input2 generally covers the information present in Input1, or omits minor details "
+    "from Input1.\n"
+    "- 3: Input2 omits important information from Input1.\n"
+    "- 2: Input1 is not mentioned in Input2.\n"
+    "- 1: Input2 contradicts Input1.\n\n"
+    "Only return the number. \n\n"
+)
+
+
+# =========================================================================== prompts
+
+
+def extraction_messages(abstract: str) -> Messages:
+    return [{"role": "user", "content": f"{EXTRACTION_INSTRUCTION} Input: {abstract or ''}"}]
+
+
+def alignment_messages(facet: str, reference_segment: str, candidate_segment: str,
+                       variant: str = "zero") -> Messages:
+    if facet not in FACET_SCALES:
+        raise ValueError(f"unknown facet {facet!r}; choose from {FACETS}")
+    four = FACET_SCALES[facet][1] == 4
+    rules = _RULES_4 if four else _RULES_3
+    demos = (_DEMOS_4 if four else _DEMOS_3) if variant == "few" else ""
+    return [{"role": "user", "content": f"{rules}{demos} Input1: '{reference_segment}' \n "
+                                        f"Input2: '{candidate_segment}'"}]
+
+
+def vanilla_messages(reference: str, candidate: str) -> Messages:
+    return [{"role": "user", "content": f"{_VANILLA_RULES} Input1: '{reference or ''}' \n "
+                                        f"Input2: '{candidate or ''}'"}]
+
+
+# =========================================================================== parsing
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+
+
+def _load_object(text: str) -> Any:
+    for loader in (json.loads, ast.literal_eval):
+        try:
+            return loader(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            pass
+    try:  # single-quoted keys/values that literal_eval could not read (e.g. true/null)
+        return json.loads(re.sub(r"(?<![A-Za-z])'|'(?![A-Za-z])", '"', text))
+    except ValueError:
+        return None
+
+
+def parse_facets(text: str | None) -> dict[str, str] | None:
+    """The four facet segments from a judge reply, or None when it holds no JSON object.
+
+    Survives code fences, prose before or after the object and single quotes. Keys are
+    matched case-insensitively; a missing key is an empty facet; list values are joined.
+    """
+    if not text or not text.strip():
+        return None
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for chunk in candidates:
+        start, end = chunk.find("{"), chunk.rfind("}")
+        if start < 0 or end <= start:
+            continue
+        obj = _load_object(chunk[start:end + 1])
+        if not isinstance(obj, dict):
+            continue
+        lowered = {str(k).strip().lower(): v for k, v in obj.items()}
+        if not any(f in lowered for f in FACETS):
+            continue
+        out = {}
+        for f in FACETS:
+            v = lowered.get(f, "")
+            if isinstance(v, (list, tuple)):
+                v = " ".join(str(x) for x in v if x)
+            out[f] = "" if v is None else str(v).strip()
+        return out
+    return None
+
+
+# =========================================================================== aggregation
+
+
+def fm_aggregate(facet_fractions: Sequence[float | None]) -> float:
+    """FM total from the four facet fractions (background, method, result, conclusion).
+
+    Each fraction is rating / scale maximum; 0 (or None / NaN) means the reference
+    lacks the facet, which is then left out and the weights 0.1/0.3/0.3/0.3 are
+    renormalised over the rest. ``[1.0, 0.5, 0.25, 1/3]`` -> 0.425. NaN when the
+    reference has no facet at all.
+    """
+    if len(facet_fractions) != len(FACETS):
+        raise ValueError(f"fm_aggregate needs {len(FACETS)} fractions {FACETS}, got {len(facet_fractions)}")
+    num = den = 0.0
+    for facet, frac in zip(FACETS, facet_fractions):
+        if frac is None or (isinstance(frac, float) and math.isnan(frac)) or frac == 0:
+            continue
+        w = FACET_WEIGHTS[facet]
+        num += w * float(frac)
+        den += w
+    return num / den if den else float("nan")
+
+
+# =========================================================================== judge text replies
+
+
+async def _texts_async(requests: Sequence[Messages], config: JudgeConfig, stats: JudgeStats,
+                       parse: Any, max_tokens: int) -> list[tuple[Any, list[str]]]:
+    """(parsed, replies) per request through the judge core's batch engine.
+
+    A reply that ``parse`` rejects (None) is asked again once (attempt index 1 is part
+    of the cache key), then counted in ``stats.parse_failures``.
+    """
+    import asyncio
+
+    from custom_metrics.judge import _BatchRun  # the core's engine: retries, dedup, cache
+
+    params: dict[str, Any] = {"temperature": config.temperature, "max_tokens": max_tokens, "n": 1}
+    if config.seed is not None:
+        params["seed"] = config.seed
+    cache = open_cache(config.cache_path) if config.cache_path else None
+    stats.items += len(requests)
+
+    async def one(run: Any, messages: Messages) -> tuple[Any, list[str]]:
+        replies: list[str] = []
+        for attempt in (0, 1):
+            response = await run.answer(messages, params, attempt)
+            choices = response.get("choices") or []
+            text = ((choices[0].get("message") or {}).get("content") or "") if choices else ""
+            replies.append(text)
+            parsed = parse(text)
+            if parsed is not None:
+                return parsed, replies
+            if attempt == 0:
+                stats.parse_retries += 1
+        stats.parse_failures += 1
+        return None, replies
+
+    t0 = time.perf_counter()
+    try:
+        async with _BatchRun(config, stats, cache) as run:
+            return list(await asyncio.gather(*(one(run, list(m)) for m in requests)))
+    finally:
+        stats.wall_s += time.perf_counter() - t0
+
+
+def extract_facets(abstracts: Sequence[str], config: JudgeConfig, *, stats: JudgeStats | None = None,
+                   max_tokens: int = EXTRACT_MAX_TOKENS) -> list[dict[str, str] | None]:
+    """Facet segments of each abstract (None = no JSON after one retry: a counted failure).
+
+    An empty abstract has no facets (all four empty) and costs no call.
+    """
+    stats = stats if stats is not None else JudgeStats()
+    todo = sorted({a for a in abstracts if a and a.strip()})
+    if todo:
+        got = run_sync(lambda: _texts_async([extraction_messages(a) for a in todo], config, stats,
+                                            parse_facets, max_tokens))
+        table = {a: g[0] for a, g in zip(todo, got)}
+    else:
+        table = {}
+    empty = {f: "" for f in FACETS}
+    return [table[a] if a and a.strip() else dict(empty) for a in abstracts]
+
+
+# =========================================================================== batch API
+
+
+def fm_scores(references: Sequence[str], candidates: Sequence[str], config: JudgeConfig | None,
+              variant: str = "zero", *, vanilla: bool = True, facets: bool = True,
+              reference_facets: Sequence[dict[str, str] | None] | None = None,
+              stats: JudgeStats | None = None) -> dict[str, Any] | None:
+    """FM (and the vanilla baseline) of each candidate abstract against its reference.
+
+    ``variant``: ``"zero"`` (zero-shot alignment prompts, default) or ``"few"``
+    (with demonstrations). ``reference_facets`` may pass already extracted reference
+    segments (e.g. ScholarSum's ``ground_aspect``) to skip that extraction.
+    ``facets=False`` computes only the vanilla baseline (no extraction, no facet calls).
+    Returns None (after a once-per-process notice) without a judge. Otherwise a dict:
+    ``fm`` and ``fm_vanilla`` (means over scored pairs, None if none), ``per_item``
+    (one dict per pair: ``fm``, ``fractions`` [4], ``ratings`` {facet: rating or
+    None}, ``reference_facets``, ``candidate_facets``, ``fm_vanilla``, ``failure``
+    (None, ``"reference_extraction"``, ``"candidate_extraction"``, ``"rating"``)),
+    ``n_scored``, ``failures`` (counts by kind), ``usage`` and ``judge``.
+    """
+    if config is None:
+        notice_judge_skipped("FM judge metrics")
+        return None
+    if variant not in ("zero", "few"):
+        raise ValueError(f"variant must be 'zero' or 'few', got {variant!r}")
+    if len(references) != len(candidates):
+        raise ValueError(f"fm_scores: {len(references)} references but {len(candidates)} candidates")
+    stats = stats if stats is not None else JudgeStats()
+    n = len(references)
+    if not facets and not vanilla:
+        raise ValueError("fm_scores: nothing to compute (facets=False and vanilla=False)")
+    if not facets:
+        ref_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
+        cand_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
+    elif reference_facets is None:
+        ref_f = extract_facets(references, config, stats=stats)
+    else:
+        if len(reference_facets) != n:
+            raise ValueError("reference_facets must have one entry per reference")
+        ref_f = list(reference_facets)
+    if facets:
+        cand_f = extract_facets(candidates, config, stats=stats)
+
+    # alignment requests: only where both segments exist
+    requests: list[Messages] = []
+    scales: list[tuple[int, int]] = []
+    slots: list[tuple[int, str]] = []
+    for i in range(n):
+        if ref_f[i] is None or cand_f[i] is None:
+            continue
+        for facet in FACETS:
+            r, c = ref_f[i].get(facet, ""), cand_f[i].get(facet, "")
+            if r.strip() and c.strip():
+                requests.append(alignment_messages(facet, r, c, variant))
+                scales.append(FACET_SCALES[facet])
+                slots.append((i, facet))
+    rated: dict[tuple[int, str], float | None] = {}
+    if requests:
+        res = judge_scores(requests, scales, config, stats=stats, desc="fm align")
+        rated = dict(zip(slots, res.scores))
+    van: list[float | None] = [None] * n
+    if vanilla:
+        idx = [i for i in range(n) if (references[i] or "").strip()]
+        if idx:
+            res = judge_scores([vanilla_messages(references[i], candidates[i]) for i in idx],
+                               VANILLA_SCALE, config, stats=stats, desc="fm vanilla")
+            for i, s in zip(idx, res.scores):
+                van[i] = None if s is None else s / VANILLA_SCALE[1]
+
+    per_item: list[dict[str, Any]] = []
+    failures = {"reference_extraction": 0, "candidate_extraction": 0, "rating": 0}
+    for i in range(n):
+        item: dict[str, Any] = {"fm": None, "fractions": None, "ratings": None,
+                                "reference_facets": ref_f[i], "candidate_facets": cand_f[i],
+                                "fm_vanilla": van[i], "failure": None}
+        if ref_f[i] is None or cand_f[i] is None:
+            kind = "reference_extraction" if ref_f[i] is None else "candidate_extraction"
+            item["failure"] = kind
+            failures[kind] += 1
+            per_item.append(item)
+            continue
+        ratings: dict[str, float | None] = {}
+        fractions: list[float] = []
+        for facet in FACETS:
+            r, c = ref_f[i].get(facet, ""), cand_f[i].get(facet, "")
+            if not r.strip():
+                ratings[facet], frac = None, 0.0
+            elif not c.strip():
+                ratings[facet] = float(FACET_SCALES[facet][0])
+                frac = ratings[facet] / FACET_SCALES[facet][1]
+            else:
+                ratings[facet] = rated.get((i, facet))
+                frac = (float("nan") if ratings[facet] is None
+                        else ratings[facet] / FACET_SCALES[facet][1])
+            fractions.append(frac)
+        item["ratings"], item["fractions"] = ratings, fractions
+        if any(isinstance(f, float) and math.isnan(f) for f in fractions):
+            item["failure"] = "rating"
+            failures["rating"] += 1
+        else:
+            total = fm_aggregate(fractions)
+            item["fm"] = None if math.isnan(total) else total
+        per_item.append(item)
+    if not facets:
+        for it in per_item:
+            it.update(fm=None, fractions=None, ratings=None, reference_facets=None,
+                      candidate_facets=None, failure=None)
+    scored = [it["fm"] for it in per_item if it["fm"] is not None]
+    vscored = [v for v in van if v is not None]
+    return {
+        "fm": (sum(scored) / len(scored) if scored else None) if facets else None,
+        "fm_vanilla": (sum(vscored) / len(vscored) if vscored else None) if vanilla else None,
+        "per_item": per_item,
+        "n_scored": len(scored),
+        "failures": failures,
+        "variant": variant,
+        "usage": stats.as_dict(),
+        "judge": config.describe(),
+    }

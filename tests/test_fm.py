@@ -1,0 +1,217 @@
+"""FM (facet-aware metric): parsing, aggregation, and the batch API against the stub judge."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from judge_server import StubJudgeServer, Text
+
+from custom_metrics.fm import (
+    FACETS,
+    alignment_messages,
+    extraction_messages,
+    fm_aggregate,
+    fm_scores,
+    parse_facets,
+)
+from custom_metrics.judge import JudgeConfig
+
+JUDGE_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "DOMSUM_JUDGE_MODEL", "DOMSUM_JUDGE_CACHE")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in JUDGE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def cfg(srv, **kw):
+    base = dict(model="stub-judge", base_url=srv.url, api_key="test", cache_path=None,
+                backoff_base_s=0.01, backoff_cap_s=0.05, timeout_s=5.0, progress=False)
+    base.update(kw)
+    return JudgeConfig(**base)
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+@pytest.mark.parametrize("fractions, expected", [
+    ([1.0, 0.5, 0.25, 1 / 3], 0.425),             # the released human total
+    ([1.0, 1.0, 1.0, 1.0], 1.0),
+    ([0, 1.0, 0.5, 0], (0.3 * 1.0 + 0.3 * 0.5) / 0.6),  # reference lacks background, conclusion
+    ([1 / 3, 0, 0, 0], 1 / 3),                    # only background: weight renormalised to 1
+    ([2 / 3, 0.75, 0.75, 2 / 3], 0.1 * 2 / 3 + 0.3 * 0.75 + 0.3 * 0.75 + 0.3 * 2 / 3),
+])
+def test_fm_aggregate_hand_cases(fractions, expected):
+    assert fm_aggregate(fractions) == pytest.approx(expected)
+
+
+def test_fm_aggregate_edges():
+    assert math.isnan(fm_aggregate([0, 0, 0, 0]))
+    assert fm_aggregate([None, 0.5, float("nan"), 0]) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        fm_aggregate([1.0, 0.5])
+
+
+def test_importable_from_package_top_level():
+    from custom_metrics import fm_aggregate as top_level
+    from custom_metrics import fm_scores as top_scores
+
+    assert top_level([1.0, 0.5, 0.25, 1 / 3]) == pytest.approx(0.425)
+    assert top_scores is fm_scores
+
+
+# ---------------------------------------------------------------- parsing
+
+SEG = {"background": "B", "method": "M", "result": "R", "conclusion": "C"}
+
+
+@pytest.mark.parametrize("reply", [
+    json.dumps(SEG),
+    "```json\n" + json.dumps(SEG, indent=2) + "\n```",
+    "Sure! Here is the answer:\n" + json.dumps(SEG) + "\nHope this helps.",
+    "{'background': 'B', 'method': 'M', 'result': 'R', 'conclusion': 'C'}",
+    "```\n{'Background': 'B', 'Method': ['M'], 'Result': 'R', 'Conclusion': 'C'}\n```",
+])
+def test_parse_facets_is_robust(reply):
+    assert parse_facets(reply) == SEG
+
+
+def test_parse_facets_missing_keys_are_empty_and_garbage_is_none():
+    assert parse_facets('{"method": "M"}') == {"background": "", "method": "M", "result": "", "conclusion": ""}
+    assert parse_facets("I cannot do that.") is None
+    assert parse_facets('{"foo": 1}') is None
+    assert parse_facets("") is None
+    assert parse_facets(None) is None
+
+
+def test_prompts_follow_the_paper():
+    ext = extraction_messages("ABS")[0]["content"]
+    assert "background/method/result/conclusion" in ext and ext.endswith("Input: ABS")
+    bg = alignment_messages("background", "a", "b")[0]["content"]
+    assert "(1-3)" in bg and "Example" not in bg
+    assert bg.endswith("Only return the number. \n\n Input1: 'a' \n Input2: 'b'")  # the release's layout
+    me = alignment_messages("method", "a", "b", variant="few")[0]["content"]
+    assert "(1-4)" in me and "Example 4" in me
+
+
+# ---------------------------------------------------------------- against the stub server
+
+REF = "REFERENCE-ABSTRACT about drug X."
+CAND = "CANDIDATE-ONE about drug X."
+CAND_BAD = "CANDIDATE-GARBAGE abstract."
+REF_FACETS = {"background": "ref bg", "method": "ref method", "result": "ref result", "conclusion": ""}
+CAND_FACETS = {"background": "cand bg", "method": "cand method", "result": "", "conclusion": "cand concl"}
+
+
+def _script(srv):
+    srv.on("Input: " + REF, Text("```json\n" + json.dumps(REF_FACETS) + "\n```"))
+    srv.on("Input: " + CAND, Text("Here you go: " + json.dumps(CAND_FACETS)))
+    srv.on("Input: " + CAND_BAD, Text("Sorry, I cannot extract that."))
+    srv.on("Input1: 'ref bg'", Text("3"))
+    srv.on("Input1: 'ref method'", Text("2"))
+    srv.on("Input1: '" + REF, Text("3"))  # vanilla
+    srv.set_default(Text("1"))
+
+
+def test_fm_scores_against_stub():
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        out = fm_scores([REF, REF], [CAND, CAND_BAD], cfg(srv))
+    good, bad = out["per_item"]
+    # background 3/3, method 2/4, result missing in candidate -> 1/4, conclusion absent in reference -> 0
+    assert good["ratings"] == {"background": 3.0, "method": 2.0, "result": 1.0, "conclusion": None}
+    assert good["fractions"] == pytest.approx([1.0, 0.5, 0.25, 0.0])
+    assert good["fm"] == pytest.approx((0.1 * 1 + 0.3 * 0.5 + 0.3 * 0.25) / 0.7)
+    assert good["reference_facets"] == REF_FACETS and good["candidate_facets"] == CAND_FACETS
+    assert good["fm_vanilla"] == pytest.approx(0.75)
+    # the non-JSON reply: retried once, then a counted failure, never a 0
+    assert bad["fm"] is None and bad["failure"] == "candidate_extraction"
+    assert out["failures"]["candidate_extraction"] == 1
+    assert out["usage"]["parse_failures"] >= 1 and out["usage"]["parse_retries"] >= 1
+    assert out["n_scored"] == 1 and out["fm"] == pytest.approx(good["fm"])
+
+
+def test_fm_reference_extraction_deduplicated_and_empty_candidate():
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        out = fm_scores([REF, REF, REF], [CAND, CAND, ""], cfg(srv), vanilla=False)
+        ext_calls = sum("Input: " in m["content"] for b in srv.bodies for m in b["messages"])
+    assert ext_calls == 2  # one per distinct non-empty abstract; the empty one costs nothing
+    empty = out["per_item"][2]
+    # empty candidate: every facet the reference has gets the lowest rating
+    assert empty["fractions"] == pytest.approx([1 / 3, 0.25, 0.25, 0.0])
+    assert out["fm_vanilla"] is None
+
+
+def test_fm_few_variant_and_reference_facets_given():
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        out = fm_scores(["any"], [CAND], cfg(srv), variant="few", vanilla=False,
+                        reference_facets=[REF_FACETS])
+        assert any("Example 1" in m["content"] for b in srv.bodies for m in b["messages"])
+    assert out["per_item"][0]["fm"] is not None
+
+
+def test_fm_without_judge_is_skipped_and_bad_args_raise():
+    assert fm_scores(["a"], ["b"], None) is None
+    with pytest.raises(ValueError):
+        fm_scores(["a"], ["b", "c"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache_path=None))
+    with pytest.raises(ValueError):
+        fm_scores(["a"], ["b"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache_path=None),
+                  variant="three")
+
+
+def test_second_run_served_from_cache(tmp_path):
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        c = cfg(srv, cache_path=str(tmp_path / "j.sqlite"))
+        first = fm_scores([REF], [CAND], c)
+        n = srv.received
+        second = fm_scores([REF], [CAND], c)
+        assert srv.received == n
+    assert second["per_item"][0]["fm"] == pytest.approx(first["per_item"][0]["fm"])
+    assert FACETS == ("background", "method", "result", "conclusion")
+
+
+# ---------------------------------------------------------------- re-scoring CLI
+
+
+def test_score_samples_fm_and_vanilla(tmp_path, monkeypatch):
+    """scripts/score_samples.py --metrics fm,fm_vanilla on a --log_samples file."""
+    from scripts.score_samples import main
+
+    rows = [(0, CAND, REF), (1, CAND_BAD, REF), (2, "", REF)]
+    samples = tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.123456.jsonl"
+    samples.write_text("".join(json.dumps({
+        "doc_id": i, "doc": {"id": f"adapteval/pubmed/test/{i}", "document": "doc", "summary": ref},
+        "target": ref, "resps": [[pred]], "filtered_resps": [pred], "filter": "none"}) + "\n"
+        for i, pred, ref in rows))
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        argv = [str(samples), "--metrics", "fm,fm_vanilla", "--out-dir", str(tmp_path / "out"),
+                "--judge-model", "stub-judge", "--judge-base-url", srv.url, "--judge-cache", "off"]
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        assert main(argv) == 0
+    scores = [json.loads(line) for line in (tmp_path / "out" / f"{samples.stem}.scores.jsonl").read_text().splitlines()]
+    summary = json.loads((tmp_path / "out" / f"{samples.stem}.summary.json").read_text())
+    good = (0.1 * 1 + 0.3 * 0.5 + 0.3 * 0.25) / 0.7
+    empty = (0.1 / 3 + 0.3 * 0.25 + 0.3 * 0.25) / 0.7
+    assert scores[0]["fm"] == pytest.approx(good) and scores[0]["fm_detail"]["ratings"]["method"] == 2.0
+    assert scores[1]["fm"] is None and scores[1]["fm_detail"]["failure"] == "candidate_extraction"
+    assert scores[2]["fm"] == pytest.approx(empty)
+    assert summary["metrics"]["fm"] == pytest.approx((good + empty) / 2)
+    assert summary["fm_judge"]["failures"]["candidate_extraction"] == 1
+    assert scores[0]["fm_vanilla"] == pytest.approx(0.75)
+
+
+def test_vanilla_only_makes_no_facet_calls():
+    with StubJudgeServer(time_limit_s=60) as srv:
+        _script(srv)
+        out = fm_scores([REF], [CAND], cfg(srv), facets=False)
+        assert not any("of this work" in m["content"] for b in srv.bodies for m in b["messages"])
+        with pytest.raises(ValueError):
+            fm_scores([REF], [CAND], cfg(srv), facets=False, vanilla=False)
+    assert out["fm"] is None and out["fm_vanilla"] == pytest.approx(0.75)

