@@ -12,6 +12,15 @@ Inputs (format detected, or ``--format``):
   ``system``, metric columns, a human column (``--human``, default ``human``) and
   optionally ``reference`` / ``summary`` texts (needed by ``--compute``).
 
+* **ratings** (``--ratings FILE``, with either of the above as the metric table) — one
+  row per human rating: ``doc_id``, ``system`` (empty for an aspect rated once per
+  sample, e.g. speciality), ``annotator``, ``aspect``, ``rating``. Adds the
+  correlation of every metric with every aspect, per annotator and for the consensus
+  (mean over annotators), at every level and with every method below; Cohen's kappa
+  (unweighted and quadratic-weighted) per aspect and annotator pair; and the mean
+  consensus rating per system and aspect (Table 2 of the biomedical question
+  summarization paper).
+
 Reported for every metric vs the human score: Pearson, Spearman and Kendall (scipy) at
 summary level pooled over all pairs (as the paper does) and averaged per document, and
 at system level (system means), each with a seeded bootstrap 95% CI (pairs resampled
@@ -115,8 +124,13 @@ def fd_to_long(records: list[dict]) -> tuple[pd.DataFrame, dict[str, int]]:
     return pd.DataFrame(rows), {"systems": len(systems), "missing_cells": missing}
 
 
-def load_table(path: str | Path, fmt: str = "auto", human: str = "human") -> tuple[pd.DataFrame, dict]:
-    """A long table (doc_id, system, reference, summary, human, metric columns) and counts."""
+def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
+               require_human: bool = True) -> tuple[pd.DataFrame, dict]:
+    """A long table (doc_id, system, reference, summary, human, metric columns) and counts.
+
+    ``require_human=False`` (human ratings come from ``--ratings``) accepts a table
+    without a human column.
+    """
     path = Path(path)
     records = _read_records(path)
     fmt = detect_format(records) if fmt == "auto" else fmt
@@ -127,9 +141,11 @@ def load_table(path: str | Path, fmt: str = "auto", human: str = "human") -> tup
         for col in ("doc_id", "system"):
             if col not in df.columns:
                 raise SystemExit(f"meta_eval: long table {path} lacks the column {col!r}")
-        if human not in df.columns:
-            raise SystemExit(f"meta_eval: no human column {human!r} in {path}")
-        df = df.rename(columns={human: "human"})
+        if human in df.columns:
+            df = df.rename(columns={human: "human"})
+        elif require_human:
+            raise SystemExit(f"meta_eval: no human column {human!r} in {path} "
+                             "(name it with --human, or give per-annotator ratings with --ratings)")
         n_docs, n_sys = df["doc_id"].nunique(), df["system"].nunique()
         counts = {"systems": n_sys,
                   "missing_cells": int(n_docs * n_sys - len(df.drop_duplicates(["doc_id", "system"])))}
@@ -303,13 +319,20 @@ def spearman_matrix(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return m
 
 
-def rankings(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """System means per metric (and human) with ranks (1 = best, higher score better)."""
+LOWER_IS_BETTER = ("perplexity", "ppl")
+
+
+def rankings(df: pd.DataFrame, columns: Sequence[str],
+             lower_is_better: Sequence[str] = LOWER_IS_BETTER) -> pd.DataFrame:
+    """System means per metric (and human) with ranks (1 = best).
+
+    Higher is better except for the columns named in ``lower_is_better`` (perplexity).
+    """
     means = df.groupby("system")[list(columns)].mean(numeric_only=True)
     out = pd.DataFrame(index=means.index)
     for c in columns:
         out[c] = means[c]
-        out[f"{c}_rank"] = means[c].rank(ascending=False, method="min")
+        out[f"{c}_rank"] = means[c].rank(ascending=c in lower_is_better, method="min")
     return out.sort_values(f"{columns[0]}_rank")
 
 
@@ -344,6 +367,165 @@ def _flatten_ratings(values: Sequence[Any]) -> list[Any]:
         else:
             out.append(_num(v))
     return out
+
+
+# =========================================================================== per-annotator ratings
+
+
+RATING_COLUMNS = ("doc_id", "system", "annotator", "aspect", "rating")
+CONSENSUS = "consensus"
+
+
+def load_ratings(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Human ratings as a long table: doc_id, system, annotator, aspect, rating.
+
+    ``system`` may be empty for an aspect rated once per sample (e.g. the speciality
+    of a question); such a rating applies to every system's summary of that sample.
+    ``annotator`` may be absent (one annotator). Non-numeric ratings are counted and
+    dropped.
+    """
+    path = Path(path)
+    df = pd.DataFrame(_read_records(path))
+    missing = [c for c in ("doc_id", "aspect", "rating") if c not in df.columns]
+    if missing:
+        raise SystemExit(f"meta_eval: ratings file {path} lacks the column(s) {missing}; "
+                         f"expected {', '.join(RATING_COLUMNS)}")
+    if "annotator" not in df.columns:
+        df["annotator"] = "a1"
+    if "system" not in df.columns:
+        df["system"] = ""
+    df["system"] = df["system"].fillna("").astype(str)
+    df["annotator"] = df["annotator"].astype(str)
+    df["aspect"] = df["aspect"].astype(str)
+    df["rating"] = pd.to_numeric(df["rating"], errors="coerce")
+    bad = int(df["rating"].isna().sum())
+    df = df[df["rating"].notna()].copy()
+    return df, {"rating_rows": len(df) + bad, "unusable_ratings": bad,
+                "annotators": df["annotator"].nunique(), "aspects": df["aspect"].nunique()}
+
+
+def human_scores(ratings: pd.DataFrame, aspect: str, who: str) -> pd.DataFrame:
+    """(doc_id, system, human) for one aspect: one annotator's rating, or the consensus.
+
+    The consensus is the mean over annotators of each annotator's rating of the item
+    (an annotator who rated an item twice counts once, by their mean).
+    """
+    r = ratings[ratings["aspect"] == aspect]
+    per = r.groupby(["doc_id", "system", "annotator"], sort=False)["rating"].mean().reset_index()
+    if who != CONSENSUS:
+        per = per[per["annotator"] == who]
+    return per.groupby(["doc_id", "system"], sort=False)["rating"].mean().reset_index().rename(
+        columns={"rating": "human"})
+
+
+def _attach_human(df: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
+    """The metric table with one human column; per-sample ratings (system '') broadcast."""
+    base = df.drop(columns=["human"], errors="ignore")
+    base = base.assign(_doc=base["doc_id"].astype(str), _sys=base["system"].astype(str))
+    h = human.assign(_doc=human["doc_id"].astype(str), _sys=human["system"].astype(str))
+    per_system = h[h["_sys"] != ""][["_doc", "_sys", "human"]]
+    per_sample = h[h["_sys"] == ""][["_doc", "human"]].rename(columns={"human": "_sample_human"})
+    out = base.merge(per_system, on=["_doc", "_sys"], how="left").merge(per_sample, on="_doc", how="left")
+    out["human"] = out["human"].fillna(out["_sample_human"])
+    return out.drop(columns=["_doc", "_sys", "_sample_human"])
+
+
+def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str = "quadratic") -> tuple[float, int]:
+    """Cohen's kappa with ``"quadratic"`` or ``"linear"`` disagreement weights; (kappa, n).
+
+    kappa_w = 1 - sum(w * O) / sum(w * E), O the observed and E the chance
+    (outer product of marginals) joint distribution over the sorted categories both
+    annotators used, w_ij = (|i - j| / (k - 1))^p with p = 2 (quadratic) or 1.
+    """
+    pairs = [(float(x), float(y)) for x, y in zip(a, b)
+             if x is not None and y is not None and not (isinstance(x, float) and math.isnan(x))
+             and not (isinstance(y, float) and math.isnan(y))]
+    n = len(pairs)
+    if n == 0:
+        return float("nan"), 0
+    cats = sorted({round(v, 6) for p in pairs for v in p})
+    k = len(cats)
+    if k < 2:
+        return float("nan"), n
+    idx = {c: i for i, c in enumerate(cats)}
+    obs = np.zeros((k, k))
+    for x, y in pairs:
+        obs[idx[round(x, 6)], idx[round(y, 6)]] += 1
+    obs /= n
+    exp = np.outer(obs.sum(1), obs.sum(0))
+    power = 2 if weights == "quadratic" else 1
+    grid = np.arange(k)
+    w = (np.abs(grid[:, None] - grid[None, :]) / (k - 1)) ** power
+    denom = float((w * exp).sum())
+    return (float("nan") if denom == 0 else 1.0 - float((w * obs).sum()) / denom), n
+
+
+def kappa_table(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Inter-annotator agreement per aspect and annotator pair: unweighted and quadratic kappa."""
+    rows = []
+    for aspect, r in ratings.groupby("aspect", sort=True):
+        wide = r.groupby(["doc_id", "system", "annotator"])["rating"].mean().unstack("annotator")
+        names = sorted(wide.columns)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                k, n = cohen_kappa(list(wide[a]), list(wide[b]))
+                kq, _ = weighted_kappa(list(wide[a]), list(wide[b]), "quadratic")
+                rows.append({"aspect": aspect, "annotator_a": a, "annotator_b": b, "n_items": n,
+                             "kappa": k, "kappa_quadratic": kq})
+    return pd.DataFrame(rows, columns=["aspect", "annotator_a", "annotator_b", "n_items", "kappa",
+                                       "kappa_quadratic"])
+
+
+def system_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Mean consensus rating per system and aspect (the paper's Table 2), with item counts.
+
+    Per-sample aspects (system '') are reported on a row named ``(per sample)``.
+    """
+    parts = []
+    for aspect in sorted(ratings["aspect"].unique()):
+        h = human_scores(ratings, aspect, CONSENSUS)
+        h["system"] = h["system"].replace("", "(per sample)")
+        g = h.groupby("system")["human"].agg(["mean", "count"])
+        parts.append(g.rename(columns={"mean": aspect, "count": f"{aspect}_n"}))
+    return pd.concat(parts, axis=1) if parts else pd.DataFrame()
+
+
+def ratings_correlations(df: pd.DataFrame, ratings: pd.DataFrame, metrics: Sequence[str], *,
+                         n_boot: int, seed: int) -> pd.DataFrame:
+    """Every metric vs every aspect, per annotator and for the consensus, all levels/methods."""
+    tables = []
+    annotators = sorted(ratings["annotator"].unique())
+    for aspect in sorted(ratings["aspect"].unique()):
+        for who in [*annotators, CONSENSUS]:
+            merged = _attach_human(df, human_scores(ratings, aspect, who))
+            t = correlation_table(merged, metrics, n_boot=n_boot, seed=seed)
+            t.insert(0, "annotator", who)
+            t.insert(0, "aspect", aspect)
+            tables.append(t)
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def ratings_markdown(corr: pd.DataFrame, kappas: pd.DataFrame, sys_table: pd.DataFrame,
+                     method: str = "spearman", level: str = "summary_pooled") -> list[str]:
+    md = ["## Per-system mean human ratings (consensus)", "",
+          sys_table.round(3).to_markdown() if _has_tabulate() else sys_table.round(3).to_string(), "",
+          f"## Metric vs human ({method}, {level.replace('_', ' ')}; consensus of annotators)", ""]
+    c = corr[(corr["annotator"] == CONSENSUS) & (corr["method"] == method) & (corr["level"] == level)]
+    aspects = sorted(c["aspect"].unique())
+    md.append("| metric | " + " | ".join(aspects) + " |")
+    md.append("|---" * (len(aspects) + 1) + "|")
+    for metric, g in c.groupby("metric", sort=False):
+        cells = []
+        for a in aspects:
+            r = g[g["aspect"] == a].iloc[0]
+            cells.append(f"{_fmt(r['value'])} [{_fmt(r['ci_low'], 2)}, {_fmt(r['ci_high'], 2)}] (n={r['n']})")
+        md.append(f"| {metric} | " + " | ".join(cells) + " |")
+    md += ["", "## Inter-annotator agreement (Cohen's kappa)", "",
+           "| aspect | annotators | items | kappa | quadratic kappa |", "|---|---|---|---|---|"]
+    for _, r in kappas.iterrows():
+        md.append(f"| {r['aspect']} | {r['annotator_a']} vs {r['annotator_b']} | {r['n_items']} | "
+                  f"{_fmt(r['kappa'])} | {_fmt(r['kappa_quadratic'])} |")
+    return md
 
 
 # =========================================================================== output
@@ -407,22 +589,42 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         metrics: Sequence[str] | None = None, compute: Sequence[str] = (), n_boot: int = 1000,
         seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
         bertscore_model: str | None = None, bertscore_layers: int | None = None,
-        fm_variant: str = "zero") -> dict[str, Any]:
+        fm_variant: str = "zero", ratings: str | Path | None = None) -> dict[str, Any]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    df, counts = load_table(path, fmt, human)
+    df, counts = load_table(path, fmt, human, require_human=ratings is None)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise SystemExit(f"meta_eval: metric column(s) {missing} not in the data")
+    rating_md: list[str] = []
+    extra: dict[str, Any] = {}
+    if ratings is not None:
+        rdf, rcounts = load_ratings(ratings)
+        counts.update(rcounts)
+        if "human" not in df.columns:
+            # For the rankings, heat map and overall table: the consensus rating averaged
+            # over the per-summary aspects (per-sample aspects say nothing of a system).
+            overall = rdf[rdf["system"] != ""].assign(aspect="all")
+            df = _attach_human(df, human_scores(overall, "all", CONSENSUS))
+            counts["human"] = "mean consensus rating over the per-summary aspects (--ratings)"
+        corr = ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed)
+        kappas = kappa_table(rdf)
+        sys_table = system_ratings(rdf)
+        corr.to_csv(out / "human_correlations.csv", index=False)
+        kappas.to_csv(out / "kappa.csv", index=False)
+        sys_table.to_csv(out / "system_ratings.csv")
+        rating_md = ratings_markdown(corr, kappas, sys_table)
+        extra = {"human_correlations": corr, "kappas": kappas, "system_ratings": sys_table}
     counts["nan_human"] = int(pd.to_numeric(df["human"], errors="coerce").isna().sum())
     table = correlation_table(df, cols, n_boot=n_boot, seed=seed)
     matrix = spearman_matrix(df, cols + ["human"])
     ranks = rankings(df, ["human"] + cols)
     summary: dict[str, Any] = {"input": str(path), "counts": counts, "metrics": cols, "compute": info,
-                               "bootstrap": n_boot, "seed": seed}
+                               "bootstrap": n_boot, "seed": seed,
+                               "ratings": None if ratings is None else str(ratings)}
     if kappa:
         a, b = kappa
         if a in df.columns and b in df.columns:
@@ -437,10 +639,13 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     plot_heatmap(matrix, out / "spearman_heatmap.png")
     md = ["# Meta-evaluation", "", f"Input: `{path}` ({counts['format']}), {counts['rows']} (document, system) rows, "
           f"{counts['systems']} systems; missing cells {counts['missing_cells']}, "
-          f"empty summaries {counts.get('empty_summaries', 0)}, NaN human scores {counts['nan_human']}.", "",
+          f"empty summaries {counts.get('empty_summaries', 0)}, NaN human scores {counts['nan_human']}."
+          + (f" Human score: {counts['human']}." if "human" in counts else ""), "",
           "## All correlations (P/S/K = Pearson/Spearman/Kendall)", "", wide_markdown(table), "",
           "## Spearman with bootstrap 95% CI", "", to_markdown(table), "",
           "## System rankings", "", ranks.round(4).to_markdown() if _has_tabulate() else ranks.round(4).to_string()]
+    if rating_md:
+        md += ["", *rating_md]
     if "kappa" in summary:
         md += ["", f"Cohen's kappa ({kappa[0]} vs {kappa[1]}): {_fmt(summary['kappa']['kappa'])} "
                f"over {summary['kappa']['n_items']} items"]
@@ -448,6 +653,7 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     summary["table"] = table
     summary["rankings"] = ranks
+    summary.update(extra)
     summary["markdown"] = "\n".join(md)
     return summary
 
@@ -471,6 +677,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = no CI)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
+    ap.add_argument("--ratings", default=None,
+                    help="per-annotator human ratings (CSV/JSONL: doc_id, system, annotator, aspect, rating): "
+                         "correlations per aspect, annotator and consensus, kappa, per-system means")
     ap.add_argument("--fm-variant", choices=("zero", "few"), default="zero")
     ap.add_argument("--metadata", default="{}", help="JSON: judge_model, judge_base_url, bertscore_model, ...")
     args = ap.parse_args(argv)
@@ -489,7 +698,8 @@ def main(argv: list[str] | None = None) -> int:
                   metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
                   compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
                   bertscore_model=meta.get("bertscore_model"),
-                  bertscore_layers=int(layers) if layers else None, fm_variant=args.fm_variant)
+                  bertscore_layers=int(layers) if layers else None, fm_variant=args.fm_variant,
+                  ratings=args.ratings)
     print(summary["markdown"])
     return 0
 

@@ -208,3 +208,83 @@ def test_compute_bertscore_and_fm_with_stub(fd_file, tmp_path):
     # 13 pairs have a human total (bad/paper 1 is NaN); the 4 failed extractions drop out
     assert t[t.metric == "our_fm"]["n_pairs"].iloc[0] == 9
     assert t[t.metric == "our_fm"]["dropped_pairs"].iloc[0] == 5
+
+
+# ---------------------------------------------------------------- per-annotator ratings
+
+FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "meta_eval"
+
+
+def test_weighted_kappa_hand_cases():
+    a, b = [1, 2, 3, 1], [1, 3, 3, 2]
+    # observed .25 in (1,1) (2,3) (3,3) (1,2); quadratic weights 0, 1/4, 1 -> 1 - .125/.40625
+    assert meta_eval.weighted_kappa(a, b, "quadratic") == (pytest.approx(9 / 13), 4)
+    assert meta_eval.cohen_kappa(a, b) == (pytest.approx(3 / 11), 4)  # po .5, pe .3125
+    # two categories: every weighting equals the unweighted kappa
+    assert meta_eval.weighted_kappa([1, 1, 2, 2], [1, 2, 2, 2])[0] == pytest.approx(0.5)
+    assert meta_eval.weighted_kappa([1, 2, 3], [1, 2, 3])[0] == pytest.approx(1.0)
+    assert math.isnan(meta_eval.weighted_kappa([2, 2], [2, 2])[0])
+
+
+def test_ratings_correlations_match_scipy_per_annotator_and_consensus():
+    scores = pd.read_csv(FIX / "medqsum_scores.csv")
+    ratings, counts = meta_eval.load_ratings(FIX / "medqsum_ratings.csv")
+    assert counts["annotators"] == 2 and counts["aspects"] == 4 and counts["unusable_ratings"] == 0
+    corr = meta_eval.ratings_correlations(scores, ratings, ["rougeL", "perplexity"], n_boot=50, seed=0)
+    raw = pd.read_csv(FIX / "medqsum_ratings.csv", keep_default_na=False)
+    for who in ("ann1", "consensus"):
+        rel = raw[raw.aspect == "relevance"]
+        if who != "consensus":
+            rel = rel[rel.annotator == who]
+        h = rel.groupby(["doc_id", "system"])["rating"].mean().rename("h").reset_index()
+        m = scores.merge(h, on=["doc_id", "system"])
+        row = corr[(corr.aspect == "relevance") & (corr.annotator == who) & (corr.metric == "rougeL")
+                   & (corr.level == "summary_pooled")].set_index("method")
+        assert row.loc["spearman", "value"] == pytest.approx(sps.spearmanr(m["rougeL"], m["h"])[0])
+        assert row.loc["kendall", "value"] == pytest.approx(sps.kendalltau(m["rougeL"], m["h"])[0])
+        assert row.loc["pearson", "n"] == 24
+    # speciality is rated once per question: broadcast to each system's summary of it
+    spec = raw[raw.aspect == "speciality"].groupby("doc_id")["rating"].mean().rename("h").reset_index()
+    m = scores.merge(spec, on="doc_id")
+    row = corr[(corr.aspect == "speciality") & (corr.annotator == "consensus") & (corr.metric == "rougeL")
+               & (corr.level == "summary_pooled") & (corr.method == "pearson")].iloc[0]
+    assert row["value"] == pytest.approx(sps.pearsonr(m["rougeL"], m["h"])[0]) and row["n"] == 24
+
+
+def test_ratings_cli_outputs_kappa_and_system_table(tmp_path, capsys):
+    out = tmp_path / "o"
+    rc = meta_eval.main([str(FIX / "medqsum_scores.csv"), "--ratings", str(FIX / "medqsum_ratings.csv"),
+                         "--out", str(out), "--bootstrap", "50"])
+    assert rc == 0
+    kap = pd.read_csv(out / "kappa.csv").set_index("aspect")
+    raw = pd.read_csv(FIX / "medqsum_ratings.csv", keep_default_na=False)
+    rel = raw[raw.aspect == "relevance"].pivot_table(index=["doc_id", "system"], columns="annotator", values="rating")
+    assert kap.loc["relevance", "kappa"] == pytest.approx(meta_eval.cohen_kappa(rel["ann1"], rel["ann2"])[0])
+    assert kap.loc["relevance", "n_items"] == 24 and kap.loc["speciality", "n_items"] == 8
+    table = pd.read_csv(out / "system_ratings.csv", index_col=0)
+    cons = raw[raw.aspect == "consistency"]
+    assert table.loc["ref_like", "consistency"] == pytest.approx(cons[cons.system == "ref_like"]["rating"].mean())
+    assert table.loc["(per sample)", "speciality_n"] == 8
+    ranks = pd.read_csv(out / "rankings.csv", index_col=0)
+    means = pd.read_csv(FIX / "medqsum_scores.csv").groupby("system")["perplexity"].mean()
+    assert ranks.loc[means.idxmin(), "perplexity_rank"] == 1  # lower perplexity ranks first
+    printed = capsys.readouterr().out
+    assert "Inter-annotator agreement" in printed and "Per-system mean human ratings" in printed
+    assert set(pd.read_csv(out / "human_correlations.csv")["annotator"]) == {"ann1", "ann2", "consensus"}
+
+
+def test_ratings_file_missing_columns_is_a_clear_error(tmp_path):
+    bad = tmp_path / "r.csv"
+    bad.write_text("doc_id,score\nq1,3\n")
+    with pytest.raises(SystemExit, match="lacks the column"):
+        meta_eval.load_ratings(bad)
+
+
+def test_fd_fixture_worked_example(tmp_path):
+    """The README's worked example: the FD-format fixture, with our ROUGE-L computed."""
+    s = meta_eval.run(FIX / "fd_sample.jsonl", tmp_path / "o", compute=["rouge"], n_boot=100)
+    assert s["counts"]["systems"] == 3 and s["counts"]["empty_summaries"] == 1
+    assert list(s["rankings"].index) == ["faithful", "partial", "wrong"]
+    t = s["table"]
+    assert set(t["metric"]) == {"bert", "newrougel", "our_rougeL"}
+    assert t[(t.metric == "bert") & (t.level == "summary_pooled")]["n"].iloc[0] == 11
