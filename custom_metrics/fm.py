@@ -160,16 +160,10 @@ _DEMOS_4 = (
 )
 # The vanilla baseline is ours: the paper names a direct GPT-4 rating without giving
 # its prompt, so we reuse the 1-4 rules above on whole abstracts.
-_VANILLA_RULES = (
-    "Assess the alignment (1-4) between the two inputs. Input1 is a reference abstract and Input2 "
-    "a candidate abstract of the same paper. \n\n"
-    "- 4: Input2 generally covers the information present in Input1, or omits minor details "
-    "from Input1.\n"
-    "- 3: Input2 omits important information from Input1.\n"
-    "- 2: Input1 is not mentioned in Input2.\n"
-    "- 1: Input2 contradicts Input1.\n\n"
-    "Only return the number. \n\n"
-)
+_VANILLA_RULES = _RULES_4.replace(
+    "between the two inputs. ",
+    "between the two inputs. Input1 is a reference abstract and Input2 a candidate abstract of "
+    "the same paper. ", 1)
 
 
 # =========================================================================== prompts

@@ -179,6 +179,29 @@ class AdaptEvalTask(SummarizationTask):
             return ("dvo",)
         return super().family_keys(family)
 
+    #: failure counts reported beside the scores (lower is better)
+    COUNTS: tuple[str, ...] = ()
+
+    def higher_is_better(self) -> dict[str, bool]:
+        out = super().higher_is_better()
+        for key in self.COUNTS:
+            if key in out:
+                out[key] = False
+        return out
+
+    def _setup_judge(self, what: str, family: str) -> Any:
+        """The task's judge config, recorded in the results; None drops ``family`` with a notice."""
+        from custom_metrics.judge import notice_judge_skipped, resolve_judge_config
+
+        config = resolve_judge_config(self.meta)
+        if config is None:
+            notice_judge_skipped(f"task {self.config.task}: {what}")
+            self.FAMILIES = tuple(f for f in self.FAMILIES if f != family)
+        else:
+            self.meta["judge_model_used"] = config.model
+            self.meta["judge_base_url_used"] = config.base_url
+        return config
+
     def score_family(self, family: str, items):
         if family == "dvo":
             from custom_metrics.dvo import dvo
@@ -202,20 +225,11 @@ class AdaptEvalJudgedTask(AdaptEvalTask):
     """
 
     FAMILIES = ("rouge", "bertscore", "dvo", "judge")
+    COUNTS = ("judge_parse_failures",)
 
     def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        from custom_metrics.judge import resolve_judge_config
-
-        self._judge_config = resolve_judge_config(self.meta)
-        if self._judge_config is None:
-            from custom_metrics.judge import notice_judge_skipped
-
-            notice_judge_skipped(f"task {self.config.task}: judge metrics")
-            self.FAMILIES = ("rouge", "bertscore", "dvo")
-        else:
-            self.meta["judge_model_used"] = self._judge_config.model
-            self.meta["judge_base_url_used"] = self._judge_config.base_url
+        self._judge_config = self._setup_judge("judge metrics", "judge")
 
     def family_keys(self, family: str) -> tuple[str, ...]:
         if family == "judge":
@@ -229,12 +243,6 @@ class AdaptEvalJudgedTask(AdaptEvalTask):
             judge_item = (item[0], item[1], doc.get("document", ""))
             for key in JUDGE_KEYS:
                 out[key] = judge_item
-        return out
-
-    def higher_is_better(self) -> dict[str, bool]:
-        out = super().higher_is_better()
-        if "judge_parse_failures" in out:
-            out["judge_parse_failures"] = False
         return out
 
     def score_family(self, family: str, items):
@@ -273,34 +281,22 @@ class AdaptEvalFMTask(AdaptEvalTask):
     """
 
     FAMILIES = ("rouge", "bertscore", "dvo", "fm")
+    COUNTS = ("fm_failures",)
 
     def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
-        from custom_metrics.judge import notice_judge_skipped, resolve_judge_config
-
-        self._judge_config = resolve_judge_config(self.meta)
         self._fm_variant = str(setting(self.meta, "fm_variant") or "zero")
         if self._fm_variant not in ("zero", "few"):
             raise ValueError(f"task {self.config.task}: metadata fm_variant must be 'zero' or 'few', "
                              f"got {self._fm_variant!r}")
-        if self._judge_config is None:
-            notice_judge_skipped(f"task {self.config.task}: FM metrics")
-            self.FAMILIES = ("rouge", "bertscore", "dvo")
-        else:
-            self.meta["judge_model_used"] = self._judge_config.model
-            self.meta["judge_base_url_used"] = self._judge_config.base_url
+        self._judge_config = self._setup_judge("FM metrics", "fm")
+        if self._judge_config is not None:
             self.meta["fm_variant_used"] = self._fm_variant
 
     def family_keys(self, family: str) -> tuple[str, ...]:
         if family == "fm":
             return FM_KEYS
         return super().family_keys(family)
-
-    def higher_is_better(self) -> dict[str, bool]:
-        out = super().higher_is_better()
-        if "fm_failures" in out:
-            out["fm_failures"] = False
-        return out
 
     def score_family(self, family: str, items):
         if family != "fm":
