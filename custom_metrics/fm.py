@@ -6,7 +6,10 @@ released as ScholarSum, ``iriscxy/ScholarSum``, ``FM metric code/``).
 
 Formula
 -------
-1. **Facet extraction** (Appendix A.1): the judge reads one abstract (reference and
+Prompts are the release's own strings (``1aspect_extraction.py``, ``2evaluation.py``),
+which match the supplementary appendix's section B.1 and Figures 1-2.
+
+1. **Facet extraction**: the judge reads one abstract (reference and
    candidate separately) and returns JSON with keys ``background``, ``method``,
    ``result``, ``conclusion``; each value is a segment copied from the abstract, an
    empty string when the facet is absent. Replies are parsed leniently (code fences,
@@ -61,7 +64,7 @@ FACET_SCALES: dict[str, tuple[int, int]] = {"background": (1, 3), "method": (1, 
 VANILLA_SCALE = (1, 4)
 EXTRACT_MAX_TOKENS = 1024
 
-# Appendix A.1 / release 1aspect_extraction.py: the extraction instruction.
+# Release 1aspect_extraction.py (appendix B.1): the extraction instruction, verbatim.
 EXTRACTION_INSTRUCTION = (
     "What is the background/method/result/conclusion of this work? Extract segment of the input "
     "as the answer. Return the answer in json format, where the key is "
