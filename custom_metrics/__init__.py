@@ -5,7 +5,10 @@ Plain functions over strings and lists, no harness import, batched. Heavy scorer
 process. See README.md ("Python API") for the table of public functions.
 """
 
+from custom_metrics.battery import medqsum_battery
 from custom_metrics.bertscore import bertscore
+from custom_metrics.blanc import blanc_help_per_document, blanc_scores, blanc_tune_per_document
+from custom_metrics.bleu import bleu_scores, chrf_scores, corpus_sacrebleu, sentence_bleu_scores, sentence_chrf_scores
 from custom_metrics.ccs import fkgl, focus_f1, keyword_success_rate, length_bin, length_scores, readability_scores
 from custom_metrics.dvo import (
     VocabularyNotFoundError,
@@ -32,6 +35,8 @@ from custom_metrics.judge import (
     resolve_judge_config,
 )
 from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge
+from custom_metrics.hf_models import ModelUnavailable
+from custom_metrics.mauve import mauve_scores
 from custom_metrics.measures import (
     MEASURES,
     PROFILES,
@@ -45,12 +50,18 @@ from custom_metrics.measures import (
     pair_measures,
     summarize_pairs,
 )
+from custom_metrics.meteor import meteor_per_document, meteor_scores
+from custom_metrics.perplexity import perplexity_per_text, perplexity_scores
 from custom_metrics.rouge import rouge_scores
 from custom_metrics.stopwords import ENGLISH_STOPWORDS
 from custom_metrics.token_shift import aggregate_shift, domain_word_mask, position_shift, summarize_shift
 from custom_metrics.tokenize import count_tokens, word_tokenize
 
 __all__ = [
+    "medqsum_battery", "bleu_scores", "sentence_bleu_scores", "corpus_sacrebleu", "chrf_scores",
+    "sentence_chrf_scores", "meteor_scores", "meteor_per_document", "blanc_scores",
+    "blanc_help_per_document", "blanc_tune_per_document", "perplexity_scores", "perplexity_per_text",
+    "mauve_scores", "ModelUnavailable",
     "FACETS", "extract_facets", "fm_aggregate", "fm_scores", "parse_facets",
     "fkgl", "focus_f1", "keyword_success_rate", "length_bin", "length_scores", "readability_scores",
     "MEASURES", "PROFILES", "domain_measures", "domainsum_fragments", "find_duplicates",

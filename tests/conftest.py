@@ -89,3 +89,11 @@ def run_lm_eval(args: list[str], out_dir: Path, env: dict[str, str] | None = Non
 def sample_files(out_dir: Path, task: str) -> list[Path]:
     """The ``--log_samples`` files of one task under ``out_dir``."""
     return [Path(p) for p in glob.glob(str(out_dir / "**" / f"samples_{task}_*.jsonl"), recursive=True)]
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm(tmp_path_factory, minilm_path) -> Path:
+    """A tiny, randomly initialised BERT masked LM with MiniLM's WordPiece tokenizer (BLANC)."""
+    from scripts.bench_medqsum import build_tiny_mlm
+
+    return build_tiny_mlm(tmp_path_factory.mktemp("tiny_mlm"), minilm_path)

@@ -166,6 +166,13 @@ HUB_SOURCES: dict[tuple[str, str], HubSource] = {
     ("adapteval", "govreport"): HubSource(
         "ccdv/govreport-summarization", None, "report", "summary"
     ),
+    # HealthCareMagic question summarization (BioBART/HELM preprocessing): ``src`` is
+    # the whole "Patient: ... Doctor: ..." dialogue; the medqsum loader keeps only
+    # the patient's question. Splits 181,122 / 22,641 / 22,642.
+    ("medqsum", "hcm"): HubSource(
+        "lighteval/med_dialog", "healthcaremagic", "src", "tgt",
+        note="src holds the doctor's reply too; lm_eval_tasks.medqsum strips it.",
+    ),
 }
 
 

@@ -17,6 +17,7 @@ GLUE = {
     "domainsum": "lm_eval_tasks.domainsum.utils",
     "adapteval": "lm_eval_tasks.adapteval.utils",
     "ccsbench": "lm_eval_tasks.ccsbench.utils",
+    "medqsum": "lm_eval_tasks.medqsum.utils",
 }
 
 

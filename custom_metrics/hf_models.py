@@ -1,0 +1,71 @@
+"""Lazy, process-wide Hugging Face models for the model-based metrics.
+
+Why: perplexity, MAUVE and BLANC each need a language model; loading one is the
+expensive part, so each (class, name) is loaded once per process and kept. A model
+that cannot be loaded (not a local directory, not in the local cache, no network)
+raises :class:`ModelUnavailable`, whose message names the model and says how to
+point the metric at a local copy, so callers can skip that metric and run the rest.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+class ModelUnavailable(RuntimeError):
+    """A metric's model (or data) is missing; the message says what and how to provide it."""
+
+
+def unavailable_message(metric: str, model: str, key: str | None, env: str | None, exc: BaseException) -> str:
+    how = []
+    if key:
+        how.append(f"--metadata '{{\"{key}\": \"/path/to/model\"}}'")
+    if env:
+        how.append(f"${env}")
+    where = " or ".join(how) if how else "the metric's model argument"
+    import os
+
+    looks_local = model.startswith(("/", ".", "~")) or os.sep in model and not _hub_like(model)
+    if looks_local and not os.path.isdir(os.path.expanduser(model)):
+        first = f"no such local directory {model}"
+    else:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    fetch = "" if looks_local else f"Download it once (`huggingface-cli download {model}`) or set "
+    return (f"{metric}: model {model!r} is not available ({first[:300]}). "
+            + (fetch or "Set ") + f"{where} to a local model directory.")
+
+
+def _hub_like(name: str) -> bool:
+    """``owner/name`` with no further slashes: what a hub id looks like."""
+    return name.count("/") == 1 and not name.startswith(("/", ".", "~"))
+
+
+def load_model(kind: str, name: str, *, metric: str, key: str | None = None,
+               env: str | None = None) -> tuple[Any, Any]:
+    """(tokenizer, model in eval mode) for ``kind`` in {"causal", "masked"}; cached per process."""
+    cache_key = (kind, str(name))
+    with _LOCK:
+        if cache_key in _CACHE:
+            return _CACHE[cache_key]
+        import torch
+        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+        cls = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}[kind]
+        try:
+            tok = AutoTokenizer.from_pretrained(str(name))
+            model = cls.from_pretrained(str(name))
+        except (OSError, ValueError) as exc:  # hub errors are OSError subclasses
+            raise ModelUnavailable(unavailable_message(metric, str(name), key, env, exc)) from exc
+        model.eval()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model.to(device)
+        _CACHE[cache_key] = (tok, model)
+        return tok, model
+
+
+def model_device(model: Any) -> Any:
+    return next(model.parameters()).device

@@ -1,0 +1,83 @@
+"""Perplexity of each summary under a causal language model, batched.
+
+Formula: for a summary with tokens t_1..t_n (the LM's own tokenizer, no special
+tokens) scored after the model's BOS token (GPT-2: ``<|endoftext|>``; models
+without one score t_2..t_n given t_1),
+
+    PPL = exp( -1/N * sum_i log p(t_i | t_<i) )
+
+N is the number of scored tokens, so the score is length-normalised (per token).
+The corpus value ``perplexity`` is the mean of the per-summary perplexities; empty
+summaries have no tokens and are left out (``perplexity_scored`` counts the rest).
+Lower is better. Texts longer than the model's context are cut to it.
+
+Source: the fluency measure of the biomedical question-summarization evaluation
+study (Yuan et al., "Revisiting Automatic Question Summarization Evaluation in the
+Biomedical Domain"), with GPT-2 (Radford et al., 2019) as the default LM
+(configurable: any ``AutoModelForCausalLM`` id or local directory). Reference
+computation: the ``transformers`` LM loss (mean token cross-entropy) per text,
+which the tests compare against; batching uses right padding and attention masks,
+so padded positions never enter the sum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+DEFAULT_MODEL = "gpt2"
+
+
+def _context_length(model) -> int:
+    cfg = model.config
+    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
+        v = getattr(cfg, name, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return 1024
+
+
+def perplexity_per_text(texts: Sequence[str], model: str | None = None, batch_size: int = 16,
+                        *, key: str | None = "ppl_model", env: str | None = "DOMSUM_PPL_MODEL") -> list[float]:
+    """Per-text perplexity (``nan`` for texts with no scorable token)."""
+    import torch
+
+    from custom_metrics.hf_models import load_model, model_device
+
+    tok, lm = load_model("causal", model or DEFAULT_MODEL, metric="perplexity", key=key, env=env)
+    device = model_device(lm)
+    limit = _context_length(lm)
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    seqs: list[list[int]] = []
+    for t in texts:
+        ids = tok((t or "").strip(), add_special_tokens=False)["input_ids"] if (t or "").strip() else []
+        if ids and bos is not None:
+            ids = [bos] + ids
+        seqs.append(ids[:limit])
+    out = [float("nan")] * len(seqs)
+    order = sorted((i for i, s in enumerate(seqs) if len(s) >= 2), key=lambda i: len(seqs[i]))
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    with torch.inference_mode():
+        for b in range(0, len(order), batch_size):
+            batch = order[b : b + batch_size]
+            width = max(len(seqs[i]) for i in batch)
+            x = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for k, i in enumerate(batch):
+                x[k, : len(seqs[i])] = torch.tensor(seqs[i])
+                mask[k, : len(seqs[i])] = 1
+            logits = lm(input_ids=x.to(device), attention_mask=mask.to(device)).logits.float()
+            logp = torch.log_softmax(logits[:, :-1], dim=-1)
+            target = x[:, 1:].to(device)
+            nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+            m = mask[:, 1:].to(device).float()
+            mean_nll = (nll * m).sum(1) / m.sum(1)
+            for k, i in enumerate(batch):
+                out[i] = float(math.exp(float(mean_nll[k])))
+    return out
+
+
+def perplexity_scores(texts: Sequence[str], model: str | None = None, batch_size: int = 16) -> dict:
+    """``{"perplexity": mean per-text PPL, "perplexity_scored": texts scored}``."""
+    per = [v for v in perplexity_per_text(texts, model, batch_size) if not math.isnan(v)]
+    return {"perplexity": sum(per) / len(per) if per else float("nan"), "perplexity_scored": len(per)}

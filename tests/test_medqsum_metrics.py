@@ -1,0 +1,416 @@
+"""Unit tests of the medqsum metric battery and task glue (hand-computed cases, offline)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURE_DATA
+
+# ----------------------------------------------------------------------------- BLEU / chrF
+
+
+def test_sentence_bleu_hand_case():
+    from custom_metrics.bleu import sentence_bleu_scores
+
+    # precisions 5/6, 3/5, 2/4, 1/3; equal lengths so BP = 1
+    expected = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
+    got = sentence_bleu_scores(["the cat sat on the mat"], ["the cat sat on a mat"])
+    assert got[0] == pytest.approx(expected, abs=1e-9)
+
+
+def test_sentence_bleu_exp_smoothing_and_effective_order():
+    from custom_metrics.bleu import sentence_bleu_scores
+
+    # 2-token candidate: orders 1-2 only; p1 = 1/2, p2 = 0 -> (1/2**1)/1 = 1/2
+    assert sentence_bleu_scores(["the cat"], ["the dog"])[0] == pytest.approx(50.0, abs=1e-9)
+    assert sentence_bleu_scores([""], ["the dog"])[0] == 0.0
+
+
+def test_corpus_sacrebleu_hand_case_and_signature():
+    import sacrebleu
+
+    from custom_metrics.bleu import corpus_sacrebleu
+
+    preds, refs = ["the cat sat on the mat", "a dog"], ["the cat sat on a mat", "a dog barked"]
+    # summed counts: 1-gram 7/8, 2-gram 4/6, 3-gram 2/4, 4-gram 1/3; c = 8, r = 9
+    expected = 100 * math.exp(1 - 9 / 8) * (7 / 8 * 4 / 6 * 2 / 4 * 1 / 3) ** 0.25
+    res = corpus_sacrebleu(preds, refs)
+    assert res["sacrebleu"] == pytest.approx(expected, abs=1e-9)
+    assert res["sacrebleu"] == pytest.approx(sacrebleu.corpus_bleu(preds, [refs]).score)
+    sig = res["sacrebleu_signature"]
+    assert "tok:13a" in sig and "smooth:exp" in sig and "nrefs:1" in sig and "version:" in sig
+
+
+def test_chrf_identity_and_reference_agreement():
+    import sacrebleu
+
+    from custom_metrics.bleu import chrf_scores, sentence_chrf_scores
+
+    assert chrf_scores(["What causes a cough?"], ["What causes a cough?"])["chrf"] == pytest.approx(100.0)
+    preds = ["What causes night cough?", "How is eczema treated?"]
+    refs = ["What causes a nighttime cough in a child?", "What is the treatment for a scaly rash?"]
+    res = chrf_scores(preds, refs)
+    assert res["chrf"] == pytest.approx(sacrebleu.corpus_chrf(preds, [refs]).score)
+    assert "nc:6" in res["chrf_signature"]
+    per = sentence_chrf_scores(preds, refs)
+    assert per[0] == pytest.approx(sacrebleu.sentence_chrf(preds[0], [refs[0]]).score)
+
+
+# ----------------------------------------------------------------------------- METEOR
+
+
+def test_meteor_hand_cases_exact_and_stem():
+    from custom_metrics.meteor import meteor_per_document
+
+    got = meteor_per_document(["the cat sat", "cats sat the", "the cat"],
+                              ["the cat sat", "the cat sat", "the cat sat on mat"], use_wordnet=False)
+    # identical: m = 3, 1 chunk -> 1 - 0.5 * (1/3)**3
+    assert got[0] == pytest.approx(1 - 0.5 / 27)
+    # cats~cat by stem; chunks (cats sat)(the) -> 1 - 0.5 * (2/3)**3
+    assert got[1] == pytest.approx(1 - 0.5 * (2 / 3) ** 3)
+    # P = 1, R = 2/5: Fmean = P R / (0.9 P + 0.1 R); 1 chunk of 2 -> penalty 0.5 * (1/2)**3
+    f = 0.4 / (0.9 + 0.04)
+    assert got[2] == pytest.approx(f * (1 - 0.5 / 8))
+
+
+def test_meteor_agrees_with_nltk_and_reports_matching():
+    from nltk.translate.meteor_score import meteor_score
+
+    from custom_metrics.meteor import MATCH_STEM, _NoSynonyms, meteor_per_document, meteor_scores, wordnet_reader
+    from custom_metrics.tokenize import word_tokenize
+
+    preds = ["What causes morning headaches?", "How are swollen ankles treated in pregnancy?"]
+    refs = ["What causes morning headaches that improve during the day?",
+            "Is sudden swelling of hands and ankles normal at 28 weeks of pregnancy?"]
+    wn = wordnet_reader() or _NoSynonyms()
+    for p, r, got in zip(preds, refs, meteor_per_document(preds, refs)):
+        ref = meteor_score([word_tokenize(r, lowercase=False)], word_tokenize(p, lowercase=False), wordnet=wn)
+        assert got == pytest.approx(ref)
+    res = meteor_scores(preds, refs, use_wordnet=False)
+    assert res["meteor_matching"] == MATCH_STEM
+    expected = "exact+stem+wordnet" if wordnet_reader() is not None else "exact+stem"
+    assert meteor_scores(preds, refs)["meteor_matching"] == expected
+    assert meteor_per_document([""], ["x y"]) == [0.0]
+
+
+# ----------------------------------------------------------------------------- perplexity
+
+
+def test_perplexity_batched_matches_per_text_loss(tiny_causal_lm):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from custom_metrics.perplexity import perplexity_per_text, perplexity_scores
+
+    texts = ["What causes a cough?", "", "How should tingling feet be managed in a patient with diabetes?", "Why?"]
+    got = perplexity_per_text(texts, str(tiny_causal_lm), batch_size=3)
+    tok = AutoTokenizer.from_pretrained(tiny_causal_lm)
+    lm = AutoModelForCausalLM.from_pretrained(tiny_causal_lm).eval()
+    for t, g in zip(texts, got):
+        if not t:
+            assert math.isnan(g)
+            continue
+        ids = torch.tensor([[tok.bos_token_id] + tok(t, add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            loss = lm(input_ids=ids, labels=ids).loss
+        assert g == pytest.approx(math.exp(float(loss)), rel=1e-4)
+    agg = perplexity_scores(texts, str(tiny_causal_lm))
+    finite = [g for g in got if not math.isnan(g)]
+    assert agg["perplexity_scored"] == 3
+    assert agg["perplexity"] == pytest.approx(sum(finite) / 3, rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- MAUVE
+
+
+def test_mauve_from_histograms_hand_cases():
+    from custom_metrics.mauve import divergence_curve, mauve_from_histograms
+
+    p = np.array([0.5, 0.5])
+    assert mauve_from_histograms(p, p) == pytest.approx(1.0)
+    a, b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    # disjoint: points ((1-w)**5, w**5): a thin curve hugging the axes
+    v = mauve_from_histograms(a, b)
+    assert 0.0 < v < 0.05
+    assert v == pytest.approx(mauve_from_histograms(b, a))
+    curve = divergence_curve(a, b)
+    assert tuple(curve[0]) == (1.0, 0.0) and tuple(curve[-1]) == (0.0, 1.0)
+    w = np.linspace(1e-6, 1 - 1e-6, 25)
+    assert np.allclose(curve[1:-1, 0], (1 - w) ** 5) and np.allclose(curve[1:-1, 1], w ** 5)
+    # closer histograms score higher
+    assert mauve_from_histograms(np.array([0.6, 0.4]), np.array([0.4, 0.6])) > \
+        mauve_from_histograms(np.array([0.9, 0.1]), np.array([0.1, 0.9]))
+
+
+def test_mauve_quantize_numpy_and_sklearn_agree():
+    from custom_metrics.mauve import mauve_from_features, quantize
+
+    rng = np.random.default_rng(0)
+    p = np.vstack([rng.normal([5, 0, 0], 0.1, (30, 3)), rng.normal([0, 5, 0], 0.1, (10, 3))])
+    q = np.vstack([rng.normal([5, 0, 0], 0.1, (10, 3)), rng.normal([0, 5, 0], 0.1, (30, 3))])
+    hp, hq = quantize(p, q, num_clusters=2, impl="numpy")
+    assert sorted(hp.tolist()) == pytest.approx([0.25, 0.75]) and sorted(hq.tolist()) == pytest.approx([0.25, 0.75])
+    assert np.argmax(hp) != np.argmax(hq)
+    pytest.importorskip("sklearn")
+    assert mauve_from_features(p, q, 2, impl="numpy") == pytest.approx(mauve_from_features(p, q, 2, impl="sklearn"))
+    assert mauve_from_features(p, p.copy(), 2, impl="numpy") == pytest.approx(1.0)
+
+
+def test_mauve_on_texts(tiny_causal_lm):
+    from custom_metrics.mauve import featurize, mauve_scores
+
+    texts = ["What causes a cough?", "How is eczema treated?", "Why do my knees swell?", "Is this rash serious?"]
+    feats = featurize(texts + [""], str(tiny_causal_lm))
+    assert feats.shape[0] == 4 and np.isfinite(feats).all()
+    res = mauve_scores(texts, list(reversed(texts)), str(tiny_causal_lm))
+    assert res["mauve"] == pytest.approx(1.0)  # same multiset of texts
+    assert res["mauve_texts"] == [4, 4]
+    assert math.isnan(mauve_scores(["one"], ["two"], str(tiny_causal_lm))["mauve"])
+
+
+# ----------------------------------------------------------------------------- BLANC
+
+
+class _FirstTokenMLM:
+    """Fake MLM: at every position predicts the first input token that is not special/filler."""
+
+    def __init__(self, ignore, vocab):
+        import torch
+
+        self.ignore, self.vocab = set(ignore), vocab
+        self._p = torch.nn.Parameter(torch.zeros(1))
+
+    def parameters(self):
+        return iter([self._p])
+
+    def __call__(self, input_ids, attention_mask):
+        import torch
+
+        b, n = input_ids.shape
+        logits = torch.zeros(b, n, self.vocab)
+        for i in range(b):
+            first = next(int(t) for t in input_ids[i] if int(t) not in self.ignore)
+            logits[i, :, first] = 1.0
+
+        class Out:
+            pass
+
+        out = Out()
+        out.logits = logits
+        return out
+
+
+def test_blanc_help_hand_cases(monkeypatch, minilm_path):
+    from transformers import AutoTokenizer
+
+    from custom_metrics import blanc
+
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    fake = _FirstTokenMLM({tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id,
+                           tok.convert_tokens_to_ids(".")}, len(tok))
+    monkeypatch.setattr(blanc, "_setup", lambda model: (tok, fake, 512))
+    # source "diabetes causes fatigue": every token is >= 4 characters, one mask per offset 0-2.
+    # summary "diabetes": offset 0 helped right / base ("causes") wrong; offsets 1, 2 both wrong -> 1/3
+    # summary "heart", source "diabetes diabetes causes": base right twice, helped never -> -2/3
+    got = blanc.blanc_help_per_document(["diabetes", "heart", ""],
+                                        ["diabetes causes fatigue", "diabetes diabetes causes", "diabetes causes"])
+    assert got == pytest.approx([1 / 3, -2 / 3, 0.0])
+
+
+def test_blanc_maskable_tokens(minilm_path):
+    from transformers import AutoTokenizer
+
+    from custom_metrics.blanc import BlancParams, _masked, _Tokens, split_sentences
+
+    tok = AutoTokenizer.from_pretrained(minilm_path)
+    t = _Tokens(tok, "the metformin dose is high", BlancParams())
+    # the(3) no; met(lead, 3 >= 2) yes; ##form, ##in (continuations) no; dose(4) yes; is no; high(4) yes
+    assert t.ok == [False, True, False, False, True, False, True]
+    ids, pos = _masked(t, 1, 6, tok.mask_token_id)
+    assert pos == [1] and ids[1] == tok.mask_token_id
+    assert _masked(t, 0, 6, tok.mask_token_id)[1] == [6]  # position 0 "the" too short; 6 "high"
+    assert split_sentences("I have a cough. Is it serious? Yes!") == ["I have a cough.", "Is it serious?", "Yes!"]
+
+
+def test_blanc_on_tiny_mlm(tiny_mlm):
+    from custom_metrics.blanc import BlancParams, blanc_help_per_document, blanc_tune_per_document
+
+    summ = ["diabetes causes fatigue and thirst"]
+    src = ["Patients with diabetes describe fatigue and thirst. Doctors check glucose levels."]
+    h = blanc_help_per_document(summ, src, str(tiny_mlm))
+    assert -1.0 <= h[0] <= 1.0
+    assert blanc_tune_per_document(summ, src, str(tiny_mlm), BlancParams(tune_epochs=0)) == [0.0]
+    # a strong, seeded fine-tuning on the summary teaches the tiny MLM the summary's words,
+    # so the tuned copy fills more of the source's masks than the random original
+    strong = BlancParams(tune_epochs=30, tune_lr=1e-2)
+    t1 = blanc_tune_per_document(summ, ["diabetes causes fatigue and thirst."], str(tiny_mlm), strong)
+    t2 = blanc_tune_per_document(summ, ["diabetes causes fatigue and thirst."], str(tiny_mlm), strong)
+    assert t1 == t2 and t1[0] > 0
+
+
+def test_blanc_head_only_at_masked_positions_matches_full_logits(tiny_mlm):
+    from transformers import AutoModelForMaskedLM
+
+    from custom_metrics.blanc import _head, _predict
+
+    mlm = AutoModelForMaskedLM.from_pretrained(tiny_mlm).eval()
+
+    class FullLogits:  # no base_model: the full-vocabulary path
+        def parameters(self):
+            return mlm.parameters()
+
+        def __call__(self, **kw):
+            return mlm(**kw)
+
+    inputs = [[101, 2000, 103, 2003, 103, 102], [101, 103, 2001, 102], [101, 2001, 102]]
+    positions = [[2, 4], [1], []]
+    assert _head(mlm) is not None and _head(FullLogits()) is None
+    assert _predict(mlm, inputs, positions, 0, 2) == _predict(FullLogits(), inputs, positions, 0, 2)
+    # the fine-tuning loss on masked positions only equals the MLM's own labelled loss
+    import torch
+
+    x = torch.tensor([[101, 2000, 103, 2003, 103, 102]])
+    y = torch.tensor([[-100, -100, 2001, -100, 2002, -100]])
+    with torch.no_grad():
+        ref = mlm(input_ids=x, labels=y).loss
+        hidden = mlm.base_model(input_ids=x)[0]
+        ours = torch.nn.functional.cross_entropy(_head(mlm)(hidden[y != -100]), y[y != -100])
+    assert float(ours) == pytest.approx(float(ref), rel=1e-5)
+
+
+# ----------------------------------------------------------------------------- battery
+
+
+def _substitutes(minilm_path, tiny_mlm, tiny_causal_lm, **extra):
+    return {"bertscore_model": minilm_path, "bertscore_layers": 6, "sci_bertscore_model": minilm_path,
+            "sci_bertscore_layers": 3, "blanc_model": str(tiny_mlm), "ppl_model": str(tiny_causal_lm),
+            "mauve_model": str(tiny_causal_lm), "blanc_tune_epochs": 2, **extra}
+
+
+def _fixture():
+    rows = [json.loads(x) for x in (FIXTURE_DATA / "medqsum" / "hcm" / "test.jsonl").read_text().splitlines()]
+    return [r["document"] for r in rows], [r["summary"] for r in rows]
+
+
+def test_battery_every_metric_with_substitutes(minilm_path, tiny_mlm, tiny_causal_lm):
+    from custom_metrics.battery import METRIC_KEYS, medqsum_battery
+    from custom_metrics.bertscore import bertscore
+    from custom_metrics.rouge import rouge_scores
+
+    docs, refs = _fixture()
+    preds = refs[1:] + refs[:1]
+    res = medqsum_battery(preds, refs, docs, config=_substitutes(minilm_path, tiny_mlm, tiny_causal_lm))
+    assert res["skipped"] == []
+    for k in METRIC_KEYS:
+        assert math.isfinite(res[k]), k
+    assert set(res["timings"]) == {"bleu", "rouge", "meteor", "chrf", "bertscore", "bertscore_sci",
+                                   "blanc_help", "blanc_tune", "perplexity", "mauve"}
+    assert res["rouge1"] == pytest.approx(rouge_scores(preds, refs)["rouge1"])
+    assert res["bertscore_f1"] == pytest.approx(bertscore(preds, refs, minilm_path, 6)["bertscore_f1"])
+    assert res["bertscore_sci_f1"] == pytest.approx(bertscore(preds, refs, minilm_path, 3)["bertscore_f1"])
+    assert res["bertscore_sci_f1"] != pytest.approx(res["bertscore_f1"])
+    assert res["mauve"] == pytest.approx(1.0)  # a permutation of the references
+    assert res["details"]["sacrebleu_signature"].startswith("nrefs:1")
+    assert res["details"]["meteor_matching"] in ("exact+stem", "exact+stem+wordnet")
+    assert res["details"]["models"]["perplexity"] == str(tiny_causal_lm)
+
+
+def test_battery_skips_missing_model_with_notice(tmp_path, caplog, minilm_path, tiny_mlm, tiny_causal_lm):
+    from custom_metrics.battery import medqsum_battery
+
+    docs, refs = _fixture()
+    cfg = _substitutes(minilm_path, tiny_mlm, tiny_causal_lm, ppl_model=str(tmp_path / "no-gpt2"),
+                       metrics=["bleu", "perplexity", "mauve"])
+    with caplog.at_level("WARNING"):
+        res = medqsum_battery(refs, refs, docs, config=cfg)
+    assert math.isnan(res["perplexity"])
+    assert math.isfinite(res["bleu"]) and math.isfinite(res["mauve"])
+    assert math.isnan(res["rouge1"])  # not requested
+    skip = {s["metric"]: s["reason"] for s in res["skipped"]}
+    assert "no-gpt2" in skip["perplexity"] and "ppl_model" in skip["perplexity"]
+    assert "DOMSUM_PPL_MODEL" in skip["perplexity"]
+    assert skip["rouge"] == "not requested"
+    assert "NOTICE: perplexity skipped" in caplog.text
+    with pytest.raises(ValueError, match="unknown metric families"):
+        medqsum_battery(refs, refs, docs, config={"metrics": ["bleurt"]})
+
+
+def test_battery_hub_id_unavailable_offline(monkeypatch):
+    from custom_metrics.battery import medqsum_battery
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    res = medqsum_battery(["What causes a cough?"], ["What causes a cough?"], ["I cough."],
+                          config={"mauve_model": "no-such-org/no-such-model", "metrics": ["mauve", "chrf"]})
+    reason = next(s["reason"] for s in res["skipped"] if s["metric"] == "mauve")
+    assert "no-such-org/no-such-model" in reason and "huggingface-cli download" in reason
+    assert res["chrf"] == pytest.approx(100.0)
+
+
+# ----------------------------------------------------------------------------- task glue
+
+
+def test_patient_question_strips_doctor_reply():
+    from lm_eval_tasks.medqsum.utils import patient_question
+
+    src = "Patient: I get cramps in my forearm when I bend it. Could a pinched nerve cause this? Doctor: Hi there. It may be an entrapment."
+    assert patient_question(src) == "I get cramps in my forearm when I bend it. Could a pinched nerve cause this?"
+    assert patient_question("My knee hurts after running.") == "My knee hurts after running."
+    assert patient_question("patient:  Why do I cough?") == "Why do I cough?"
+
+
+def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
+    from lm_eval_tasks.common.registry import task_examples
+    from lm_eval_tasks.medqsum.utils import INSTRUCTION, build_docs
+
+    meta = {"data_dir": str(fixture_data_dir)}
+    zero = build_docs("hcm", 0, "medqsum_hcm", dict(meta))
+    assert len(zero) == 8
+    assert zero[0]["prompt"] == f"{INSTRUCTION}\nQuestion: {zero[0]['document']}\nSummary:"
+    two = build_docs("hcm", 2, "medqsum_hcm_2shot", dict(meta))
+    assert two[0]["prompt"].count("\nSummary:") == 3 and two[0]["prompt"].endswith("\nSummary:")
+    assert two[0]["prompt"].count("Question:") == 3 and len(two[0]["demo_ids"]) == 2
+    assert [d["demo_ids"] for d in two] == [d["demo_ids"] for d in build_docs("hcm", 2, "x", dict(meta))]
+    assert all(i.startswith("hcm-train-") for d in two for i in d["demo_ids"])
+    short = build_docs("hcm", 0, "medqsum_hcm", {**meta, "max_doc_words": 5})
+    assert short[0]["prompt"].endswith("Question: Hi doctor, for the past\nSummary:")
+    ex = task_examples("medqsum_hcm_2shot", metadata=meta)
+    assert ex[0]["prompt"] == two[0]["prompt"]
+    assert task_examples("medqsum_hcm", split="train", metadata=meta)[0]["summary"].startswith("Does ringing")
+
+
+def test_hub_source_strips_doctor_reply(monkeypatch):
+    import datasets
+
+    from lm_eval_tasks.common.data import HUB_SOURCES
+    from lm_eval_tasks.medqsum.utils import load_records
+
+    src = HUB_SOURCES[("medqsum", "hcm")]
+    assert (src.path, src.name, src.document, src.summary) == ("lighteval/med_dialog", "healthcaremagic", "src", "tgt")
+    calls = []
+
+    def fake_load(path, name=None, split=None):
+        calls.append((path, name, split))
+        return datasets.Dataset.from_list([
+            {"src": "Patient: My ear rings after a concert. Will it stop? Doctor: Usually it fades in days.",
+             "tgt": "Does ringing in the ear after loud noise go away?"},
+            {"src": "Patient:  Doctor: nothing asked", "tgt": "Empty question?"},
+        ])
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.delenv("DOMSUM_DATA_DIR", raising=False)
+    recs = load_records("hcm", "test", "medqsum_hcm", {})
+    assert calls == [("lighteval/med_dialog", "healthcaremagic", "test")]
+    assert [r["document"] for r in recs] == ["My ear rings after a concert. Will it stop?"]
+    assert recs[0]["summary"].startswith("Does ringing")
+
+
+def test_task_settings_from_metadata_then_env(monkeypatch):
+    from lm_eval_tasks.medqsum.utils import battery_config
+
+    monkeypatch.setenv("DOMSUM_PPL_MODEL", "/env/gpt2")
+    monkeypatch.setenv("DOMSUM_MAUVE_MODEL", "/env/gpt2-large")
+    cfg = battery_config({"mauve_model": "/meta/lm", "medqsum_metrics": "bleu, mauve", "metric_batch_size": 4})
+    assert cfg["ppl_model"] == "/env/gpt2" and cfg["mauve_model"] == "/meta/lm"
+    assert cfg["metrics"] == ["bleu", "mauve"] and cfg["batch_size"] == 4
