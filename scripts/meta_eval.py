@@ -171,10 +171,20 @@ def metric_columns(df: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:
 # =========================================================================== our metrics
 
 
+COMPUTABLE = ("rouge", "bertscore", "fm", "bleu", "chrf", "meteor", "perplexity", "blanc_help")
+
+
 def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: str | None = None,
                     bertscore_layers: int | None = None, judge_config: Any = None,
-                    fm_variant: str = "zero") -> dict[str, Any]:
-    """Add our own metric columns (``rougeL``, ``bertscore_f1``, ``fm``, ``fm_vanilla``) in place."""
+                    fm_variant: str = "zero", ppl_model: str | None = None,
+                    blanc_model: str | None = None) -> dict[str, Any]:
+    """Add our own per-summary metric columns (``our_<name>``) in place.
+
+    ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; ``fm`` ->
+    ``our_fm``, ``our_fm_vanilla`` (judge); ``bleu`` / ``chrf`` -> sentence-level
+    sacrebleu scores; ``meteor``; ``perplexity`` (of the summary, lower is better);
+    ``blanc_help`` (reference-free, needs an ``article`` or ``source`` column).
+    """
     refs = [r if isinstance(r, str) else "" for r in df.get("reference", pd.Series([""] * len(df)))]
     cands = [s if isinstance(s, str) else "" for s in df.get("summary", pd.Series([""] * len(df)))]
     info: dict[str, Any] = {}
@@ -200,8 +210,30 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
             df["our_fm_vanilla"] = [np.nan if it["fm_vanilla"] is None else it["fm_vanilla"]
                                     for it in out["per_item"]]
             info["fm"] = {"n_scored": out["n_scored"], "failures": out["failures"], "usage": out["usage"]}
+        elif name in ("bleu", "chrf", "meteor"):
+            # sentence-level scores: the per-summary values the correlations need
+            if name == "meteor":
+                from custom_metrics.meteor import meteor_matching, meteor_per_document
+
+                df["our_meteor"] = meteor_per_document(cands, refs)
+                info["meteor_matching"] = meteor_matching()
+            else:
+                from custom_metrics.bleu import sentence_bleu_scores, sentence_chrf_scores
+
+                fn = sentence_bleu_scores if name == "bleu" else sentence_chrf_scores
+                df[f"our_{name}"] = fn(cands, refs)
+        elif name == "perplexity":
+            from custom_metrics.perplexity import perplexity_per_text
+
+            df["our_perplexity"] = [np.nan if v is None else v for v in perplexity_per_text(cands, ppl_model)]
+        elif name == "blanc_help":
+            from custom_metrics.blanc import blanc_help_per_document
+
+            srcs = [a if isinstance(a, str) else "" for a in df.get("article", df.get("source", pd.Series([""] * len(df))))]
+            df["our_blanc_help"] = blanc_help_per_document(cands, srcs, blanc_model)
         else:
-            raise SystemExit(f"meta_eval: unknown --compute metric {name!r} (rouge, bertscore, fm)")
+            raise SystemExit(f"meta_eval: unknown --compute metric {name!r} "
+                             f"(one of {', '.join(COMPUTABLE)})")
     return info
 
 
@@ -319,7 +351,7 @@ def spearman_matrix(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return m
 
 
-LOWER_IS_BETTER = ("perplexity", "ppl")
+LOWER_IS_BETTER = ("perplexity", "ppl", "our_perplexity")
 
 
 def rankings(df: pd.DataFrame, columns: Sequence[str],
@@ -589,12 +621,14 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         metrics: Sequence[str] | None = None, compute: Sequence[str] = (), n_boot: int = 1000,
         seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
         bertscore_model: str | None = None, bertscore_layers: int | None = None,
-        fm_variant: str = "zero", ratings: str | Path | None = None) -> dict[str, Any]:
+        fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
+        blanc_model: str | None = None) -> dict[str, Any]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df, counts = load_table(path, fmt, human, require_human=ratings is None)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
-                           judge_config=judge_config, fm_variant=fm_variant) if compute else {}
+                           judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
+                           blanc_model=blanc_model) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:
@@ -673,7 +707,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=("auto", "fd", "long"), default="auto")
     ap.add_argument("--human", default="human", help="human score column of a long table")
     ap.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all numeric)")
-    ap.add_argument("--compute", default="", help="comma-separated: rouge,bertscore,fm")
+    ap.add_argument("--compute", default="",
+                    help="comma-separated per-summary metrics to add: " + ",".join(COMPUTABLE))
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = no CI)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
@@ -699,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
                   compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
                   bertscore_model=meta.get("bertscore_model"),
                   bertscore_layers=int(layers) if layers else None, fm_variant=args.fm_variant,
-                  ratings=args.ratings)
+                  ratings=args.ratings, ppl_model=meta.get("ppl_model"), blanc_model=meta.get("blanc_model"))
     print(summary["markdown"])
     return 0
 

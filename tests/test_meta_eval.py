@@ -288,3 +288,33 @@ def test_fd_fixture_worked_example(tmp_path):
     t = s["table"]
     assert set(t["metric"]) == {"bert", "newrougel", "our_rougeL"}
     assert t[(t.metric == "bert") & (t.level == "summary_pooled")]["n"].iloc[0] == 11
+
+
+def test_compute_sentence_level_battery_metrics(tmp_path, tiny_causal_lm):
+    """--compute bleu,chrf,meteor,perplexity adds per-summary columns for the correlations."""
+    import sacrebleu
+
+    refs = ["What causes a chronic dry cough?", "How to treat knee pain after running?",
+            "Is a rash after antibiotics dangerous?", "Why do I feel dizzy when standing up?"]
+    rows, ratings = [], []
+    for d, ref in enumerate(refs):
+        for s, summ in (("copy", ref), ("near", ref.replace("?", " at night?")), ("off", "Hello doctor.")):
+            rows.append({"doc_id": f"q{d}", "system": s, "reference": ref, "summary": summ})
+            for ann, bump in (("a", 0), ("b", 1)):
+                ratings.append({"doc_id": f"q{d}", "system": s, "annotator": ann, "aspect": "relevance",
+                                "rating": {"copy": 4, "near": 3, "off": 1}[s] + bump * (d % 2)})
+    table, rfile = tmp_path / "scores.csv", tmp_path / "ratings.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    pd.DataFrame(ratings).to_csv(rfile, index=False)
+    s = meta_eval.run(table, tmp_path / "o", ratings=rfile, compute=["bleu", "chrf", "meteor", "perplexity"],
+                      n_boot=20, ppl_model=str(tiny_causal_lm))
+    df = pd.read_csv(table)
+    expected_bleu = [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(df["summary"], df["reference"])]
+    corr = s["human_correlations"]
+    assert {"our_bleu", "our_chrf", "our_meteor", "our_perplexity"} <= set(corr["metric"])
+    got = corr[(corr.metric == "our_bleu") & (corr.annotator == "consensus") & (corr.level == "summary_pooled")
+               & (corr.method == "spearman")].iloc[0]
+    human = [{"copy": 4, "near": 3, "off": 1}[r["system"]] + 0.5 * (int(r["doc_id"][1:]) % 2) for r in rows]
+    assert got["value"] == pytest.approx(sps.spearmanr(expected_bleu, human)[0])
+    assert s["compute"]["meteor_matching"] in ("exact+stem", "exact+stem+wordnet")
+    assert s["rankings"].loc["copy", "human_rank"] == 1
