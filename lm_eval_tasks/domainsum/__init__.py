@@ -1,0 +1,5 @@
+"""Task folder domainsum (YAML configs and their glue in ``utils.py``).
+
+A regular package so that a wheel (``pip install .``, not only ``pip install -e .``)
+carries ``utils.py``, which the YAMLs load with ``!function utils.load``.
+"""
