@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -225,20 +225,25 @@ FOCUS_INSTRUCTION = (
 
 
 def focus_messages(summary: str) -> list[dict[str, str]]:
-    """The judge request classifying one summary's focus."""
+    """The judge request classifying one summary's focus (the built-in instruction)."""
     return [{"role": "system", "content": FOCUS_SYSTEM},
             {"role": "user", "content": FOCUS_INSTRUCTION.format(summary=summary)}]
 
 
-def judge_focus(summaries: Sequence[str], config: Any) -> tuple[list[str | None], Any]:
+def judge_focus(summaries: Sequence[str], config: Any,
+                messages: Callable[[str], list[dict[str, str]]] = focus_messages,
+                ) -> tuple[list[str | None], Any]:
     """Judge labels (``high``/``low``/None) for ``summaries``, batched and cached.
 
-    Uses :func:`custom_metrics.judge.judge_scores` on scale (0, 1); a score >= 0.5
-    (a probability-weighted or sample mean) is ``high`` (empirical), else ``low``;
-    None is a parse failure. Returns (labels, JudgeResult).
+    ``messages`` builds one request per summary (default :func:`focus_messages`; the
+    CCSBench tasks pass the prompt file's instruction). Uses
+    :func:`custom_metrics.judge.judge_scores` on scale (0, 1): the judge answers 1
+    (empirical) or 0 (conceptual); a score >= 0.5 (a probability-weighted or sample
+    mean) is ``high`` (empirical), else ``low``; None is a parse failure. Returns
+    (labels, JudgeResult).
     """
     from custom_metrics.judge import judge_scores
 
-    res = judge_scores([focus_messages(s) for s in summaries], (0, 1), config, desc="ccsbench focus")
+    res = judge_scores([messages(s) for s in summaries], (0, 1), config, desc="ccsbench focus")
     labels = [None if s is None else ("high" if s >= 0.5 else "low") for s in res.scores]
     return labels, res

@@ -88,8 +88,12 @@ def run_harness(args, data_dir: Path, out: Path, task: str) -> list[dict]:
     return [json.loads(line) for line in Path(sorted(files)[-1]).read_text().splitlines() if line.strip()]
 
 
-def measure(samples: list[dict], original: dict[str, dict], judge=None) -> dict[str, float]:
-    """Affected metrics of one run, against the original controls (see module doc)."""
+def measure(samples: list[dict], original: dict[str, dict], judge=None, spec=None) -> dict[str, float]:
+    """Affected metrics of one run, against the original controls (see module doc).
+
+    ``spec`` (a CCSBench ``PromptSpec``) supplies the focus judge's instruction, so the
+    measurement asks the judge what the tasks ask it.
+    """
     from custom_metrics.ccs import fkgl, keyword_success_rate, length_bin
     from custom_metrics.rouge import rouge_scores
 
@@ -107,7 +111,7 @@ def measure(samples: list[dict], original: dict[str, dict], judge=None) -> dict[
     if judge is not None:
         from custom_metrics.ccs import judge_focus
 
-        labels, _ = judge_focus(preds, judge)
+        labels, _ = judge_focus(preds, judge, **({"messages": spec.focus_messages} if spec else {}))
         got = [x for x in labels if x is not None]
         out["focus"] = sum(x == "high" for x in got) / len(got) if got else float("nan")
     return out
@@ -161,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
     args = ap.parse_args(argv)
 
+    from lm_eval_tasks.ccsbench.prompts import resolve_prompt_spec
     from lm_eval_tasks.ccsbench.utils import load_records
 
     attrs = [a for a in args.attributes.split(",") if a]
@@ -186,16 +191,18 @@ def main(argv: list[str] | None = None) -> int:
         judge = resolve_judge_config(json.loads(args.metadata or "{}"))
         if judge is None:
             print("change_amplitude: no judge configured; focus metric skipped", file=sys.stderr)
+    spec = resolve_prompt_spec(json.loads(args.metadata or "{}"), "change_amplitude")
     write_mirror(out / "mirror_original", args.subset, test, train)
-    base = measure(run_harness(args, out / "mirror_original", out / "run_original", task), original, judge)
+    base = measure(run_harness(args, out / "mirror_original", out / "run_original", task), original, judge, spec)
     matrix, raw = {}, {"original": base}
     for a in attrs:
         flipped = [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)]
         write_mirror(out / f"mirror_{a}", args.subset, flipped, train)
-        m = measure(run_harness(args, out / f"mirror_{a}", out / f"run_{a}", task), original, judge)
+        m = measure(run_harness(args, out / f"mirror_{a}", out / f"run_{a}", task), original, judge, spec)
         raw[f"flip_{a}"] = m
         matrix[a] = {k: amplitude(m[k], base[k]) for k in base}
     report = {"n": len(test), "seed": args.seed, "subset": args.subset, "task": task,
+              "prompt_source": spec.source,
               "metrics": raw, "change_amplitude": matrix}
     (out / "change_amplitude.json").write_text(json.dumps(report, indent=2))
     with open(out / "change_amplitude.csv", "w", newline="") as fh:

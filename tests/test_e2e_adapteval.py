@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
+from lm_eval_tasks.adapteval.utils import build_docs
 
 pytestmark = pytest.mark.slow
 DOMAINS = ("arxiv", "pubmed", "govreport")
@@ -51,6 +52,10 @@ def test_zero_and_two_shot_groups(tmp_path, tiny_causal_lm, fixture_data_dir, mi
         for suffix in ("", "_2shot"):
             check(res, f"adapteval_{d}{suffix}")
         assert res["configs"][f"adapteval_{d}"]["metadata"]["vocabulary_used"].endswith(f"{d}.tsv")
+        # the loader's removal counts reach the results metadata (lm-eval gives the loader a copy)
+        _, removed = build_docs(d, 0, f"adapteval_{d}", json.loads(meta(fixture_data_dir, minilm_path, vocab_dir)))
+        assert set(removed) >= {"extractive", "long_document"}
+        assert res["configs"][f"adapteval_{d}"]["metadata"]["filter_removed"] == removed
     sample = json.loads(sample_files(tmp_path, "adapteval_govreport_2shot")[0].read_text().splitlines()[0])
     prompt = sample["arguments"]["gen_args_0"]["arg_0"]
     assert prompt.startswith("You are an expert at summarization. Proceed to summarize the following text. TEXT: ")

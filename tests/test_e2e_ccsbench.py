@@ -160,3 +160,103 @@ def test_change_amplitude_pieces():
     assert ca.flip(rec, "readability", nxt)["readability"] == "high"
     assert ca.flip(rec, "focus", nxt)["focus"] == "low" and rec["focus"] == "high"
     assert ca.amplitude(1.5, 1.0) == pytest.approx(0.5) and math.isnan(ca.amplitude(1.0, 0.0))
+
+
+# --------------------------------------------------------------------------- prompt file
+
+
+def write_prompt_file(path, **texts):
+    path.write_text(json.dumps(texts), encoding="utf-8")
+    return path
+
+
+def test_prompt_file_dump_round_trips(tmp_path):
+    import subprocess
+    import sys
+
+    from lm_eval_tasks.ccsbench.prompts import DEFAULT, load_prompt_spec
+
+    out = subprocess.run([sys.executable, "-m", "lm_eval_tasks.ccsbench.prompts"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    f = tmp_path / "p.json"
+    f.write_text(out.stdout, encoding="utf-8")
+    spec = load_prompt_spec(f)
+    assert spec.source.startswith(str(f.resolve())) and "sha256" in spec.source
+    assert {k: v for k, v in vars(spec).items() if k != "source"} == \
+        {k: v for k, v in vars(DEFAULT).items() if k != "source"}
+
+
+@pytest.mark.parametrize("texts, message", [
+    ({"instructions": "x"}, "unknown key(s) ['instructions']"),
+    ({"turn": "{requirements}\nSummary:"}, "key 'turn' lacks placeholder(s) ['document']"),
+    ({"keywords": "Use {kw}."}, "key 'keywords' uses placeholder(s) ['kw']"),
+    ({"length": "Be short."}, "key 'length' needs at least one of"),
+    ({"focus_judge": "Empirical? {summary"}, "key 'focus_judge'"),
+    ({"instruction": 3}, "key 'instruction' must be a string"),
+    ({"until": "\nPaper:"}, "key 'until' must be a non-empty list"),
+])
+def test_prompt_file_errors_name_file_and_key(tmp_path, texts, message):
+    from lm_eval_tasks.ccsbench.prompts import load_prompt_spec
+
+    f = write_prompt_file(tmp_path / "bad.json", **texts)
+    with pytest.raises(DataError) as err:
+        load_prompt_spec(f, "ccsbench_length")
+    assert message in str(err.value) and str(f) in str(err.value) and "ccsbench_length" in str(err.value)
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataError, match="not valid UTF-8 JSON"):
+        load_prompt_spec(tmp_path / "broken.json")
+    with pytest.raises(DataError, match="cannot be read"):
+        load_prompt_spec(tmp_path / "missing.json")
+
+
+def test_prompt_file_replaces_texts_but_not_hard_lines(tmp_path, fixture_data_dir):
+    f = write_prompt_file(tmp_path / "p.json", instruction="Summarise this paper.",
+                          length="Use bin {bin} ({min_words}-{max_words} words).",
+                          keywords="Mention {keywords}.", turn="### Task\n{requirements}\n### Paper\n{document}\n### Abstract\n",
+                          answer_separator="", demo_separator="\n----\n")
+    meta = {"data_dir": str(fixture_data_dir), "ccs_prompt_file": str(f)}
+    d = build_docs("keywords", 0, "ccsbench_keywords", dict(meta))[0]
+    assert d["prompt"].startswith("### Task\nSummarise this paper. Mention seed banks, germination, near infrared.\n"
+                                  "### Paper\n")
+    assert d["prompt"].endswith("\n### Abstract\n") and "Summary:" not in d["prompt"]
+    docs = build_docs("compositional", 3, "ccsbench_compositional_3shot", dict(meta))
+    p = docs[0]["prompt"]
+    assert p.count("\n----\n") == 3 and p.count("### Task") == 4
+    query = p.split("\n----\n")[-1]  # test row 0: bin 1, three keywords, normal, high
+    assert query.startswith("### Task\nSummarise this paper. Use bin 1 (51-100 words). Mention seed banks, "
+                            "germination, near infrared. The summary should have normal readability")
+    hard = build_docs("keywords", 0, "ccsbench_keywords_hard", dict(meta))[1]["prompt"]
+    assert hard.startswith("Keywords: error messages, novices, compiler\nPaper: ") and "###" not in hard
+
+
+@pytest.mark.slow
+def test_prompt_file_end_to_end_prompt_stops_and_judge(tmp_path, tiny_causal_lm, fixture_data_dir):
+    from judge_server import StubJudgeServer, Text
+
+    f = write_prompt_file(tmp_path / "p.json", turn="{requirements}\nARTICLE: {document}\nABSTRACT:",
+                          until=["\nARTICLE:", "\n\n\n"],
+                          focus_judge="PROMPT-FILE-JUDGE. Empirical (1) or conceptual (0)?\n{summary}\nAnswer:")
+    with StubJudgeServer() as server:
+        server.set_default(Text("1"))
+        server.on("PROMPT-FILE-JUDGE", Text("0"))  # only the file's instruction gets 0
+        meta = json.dumps({"data_dir": str(fixture_data_dir), "judge_model": "stub-judge",
+                           "judge_base_url": server.url, "judge_cache": str(tmp_path / "judge.sqlite"),
+                           "ccs_prompt_file": str(f)})
+        res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                           "--include_path", "lm_eval_tasks", "--tasks", "ccsbench_focus",
+                           "--limit", "2", "--log_samples", "--gen_kwargs", "max_gen_toks=12",
+                           "--metadata", meta], tmp_path, env=subprocess_env(OPENAI_API_KEY="test-key"))
+        asked = [json.dumps(b["messages"]) for b in server.bodies]
+    assert asked and all("PROMPT-FILE-JUDGE" in a for a in asked)
+    r = res["results"]["ccsbench_focus"]
+    # fixture targets: focus high then low; every summary judged conceptual (low)
+    assert r["focus_f1_low,none"] == pytest.approx(2 / 3) and r["focus_f1_high,none"] == 0.0
+    m = res["configs"]["ccsbench_focus"]["metadata"]
+    assert m["ccs_prompt_source"].startswith(str(f.resolve())) and "sha256" in m["ccs_prompt_source"]
+    assert m["focus_judge_prompt_source"] == m["ccs_prompt_source"]
+    assert m["skipped_rows"] == {"test": 0} and m["fewshot_seed_used"] == 1234
+    sample = json.loads(sample_files(tmp_path, "ccsbench_focus")[0].read_text().splitlines()[0])
+    prompt = sample["arguments"]["gen_args_0"]["arg_0"]
+    assert "\nARTICLE: " in prompt and prompt.endswith("\nABSTRACT:")
+    assert sample["arguments"]["gen_args_0"]["arg_1"]["until"] == ["\nARTICLE:", "\n\n\n"]

@@ -14,7 +14,7 @@ import logging
 import random
 from typing import Any
 
-from lm_eval_tasks.common.data import DataError, load_split
+from lm_eval_tasks.common.data import DataError, load_split, report_load
 from lm_eval_tasks.common.prompts import truncate
 from lm_eval_tasks.common.settings import int_setting, setting
 from lm_eval_tasks.common.task import SummarizationTask
@@ -145,7 +145,8 @@ def load(**kwargs: Any):
     domain = kwargs.pop("domain")
     shots = int(kwargs.pop("shots", 0))
     task = kwargs.pop("task", f"adapteval_{domain}")
-    docs, _ = build_docs(domain, shots, task, kwargs)
+    docs, removed = build_docs(domain, shots, task, kwargs)
+    report_load(task, filter_removed=removed)  # test-split removals, into the results metadata
     if not docs:
         raise DataError(f"task {task!r}: every test record was removed by the filters")
     return {"test": datasets.Dataset.from_list(docs)}

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lm_eval_tasks.ccsbench.prompts import DEFAULT_UNTIL
 from lm_eval_tasks.common.configgen import group_yaml, leaf_yaml, write
 
 HERE = Path(__file__).resolve().parent
 SUBSETS = ("length", "keywords", "readability", "focus", "compositional")
-UNTIL = ["\nPaper:", "\nSummary:", "Write a summary of the following", "\nLength:", "\nKeywords:",
-         "\nReadability:", "\nFocus:", "\n\n\n"]
+UNTIL = list(DEFAULT_UNTIL)  # a prompt file's "until" replaces these at run time
 MAX_GEN_TOKS = 300
 METRICS = ["rouge1", "rouge2", "rougeL", "rouge_geo", "rouge_mean"]
 VARIANTS = {"": 0, "_3shot": 3, "_hard": 0}

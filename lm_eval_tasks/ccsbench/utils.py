@@ -19,9 +19,11 @@ missing is an error listing the columns found. A row whose required control is e
 (None / "" / NaN) is skipped and counted (logged; ``skipped_rows`` in results); a
 present but malformed value (``readability: "medium"``) is an error naming the row.
 
-Prompts: the hub columns and the paper's Appendix C.4/C.5 prompt text could not be
-checked offline; :data:`INSTRUCTION` and the control sentences are our faithful
-reconstruction (instruction, the row's control requirements, the paper, "Summary:").
+Prompts: the hub columns and the paper's Appendix C.3-C.5 prompt text could not be
+checked offline; the built-in texts (:mod:`lm_eval_tasks.ccsbench.prompts`) are our
+reconstruction (instruction, the row's control requirements, the paper, "Summary:"),
+and metadata ``ccs_prompt_file`` replaces them with the paper's wording without code
+changes. What was used is recorded as ``ccs_prompt_source`` in the results metadata.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import math
 import random
 from typing import Any
 
-from lm_eval_tasks.common.data import DataError, load_split, resolve_data_dir
+from lm_eval_tasks.ccsbench.prompts import DEFAULT as DEFAULT_SPEC
+from lm_eval_tasks.ccsbench.prompts import PromptSpec, resolve_prompt_spec
+from lm_eval_tasks.common.data import DataError, load_split, report_load, resolve_data_dir
 from lm_eval_tasks.common.prompts import truncate
 from lm_eval_tasks.common.settings import int_setting, setting
 from lm_eval_tasks.common.task import SummarizationTask
@@ -59,9 +63,9 @@ DEFAULT_SEED = 1234
 DEFAULT_DOC_WORDS = {0: 1500, 3: 700}
 DEFAULT_DEMO_WORDS = 300
 
-INSTRUCTION = "Write a summary of the following scientific paper (its introduction and conclusion)."
-DOC_MARKER = "Paper: "
+DOC_MARKER = "Paper: "  # the _hard variants' layout
 SUMMARY_CUE = "Summary:"
+HARD_SOURCE = "Attribute: Value control lines (the fine-tuning format)"
 
 
 # --------------------------------------------------------------------------- loading
@@ -210,29 +214,6 @@ def load_records(subset: str, split: str, metadata: dict, task: str) -> list[dic
 # --------------------------------------------------------------------------- prompts
 
 
-def length_words(b: int) -> str:
-    return "at most 50 words" if b == 0 else f"between {50 * b + 1} and {50 * (b + 1)} words"
-
-
-def control_sentences(rec: dict) -> list[str]:
-    """One requirement per control the row sets; absent controls are left out."""
-    out = []
-    if rec.get("length_bin", -1) >= 0:
-        out.append(f"The summary should be {length_words(rec['length_bin'])} long.")
-    kws = json.loads(rec.get("keywords") or "[]")
-    if kws:
-        out.append("The summary should include the following keywords: " + ", ".join(kws) + ".")
-    if rec.get("readability") == "normal":
-        out.append("The summary should have normal readability, written for expert readers like a typical abstract.")
-    elif rec.get("readability") == "high":
-        out.append("The summary should have high readability, easy to understand for a lay audience.")
-    if rec.get("focus") == "high":
-        out.append("The summary should have a high empirical focus, emphasising experiments, data and results.")
-    elif rec.get("focus") == "low":
-        out.append("The summary should have a low empirical focus, emphasising concepts, ideas and methods.")
-    return out
-
-
 def hard_lines(rec: dict) -> list[str]:
     """``Attribute: Value`` control lines (the format used for fine-tuned models)."""
     out = []
@@ -248,17 +229,22 @@ def hard_lines(rec: dict) -> list[str]:
     return out
 
 
-def turn(rec: dict, budget: dict, hard: bool = False) -> str:
+def turn(rec: dict, budget: dict, spec: PromptSpec | None, hard: bool = False) -> str:
+    """One turn: the instruction prompt of ``spec``, or ``Attribute: Value`` lines."""
     doc = truncate(rec["document"], **budget)
-    if hard:
+    if hard or spec is None:
         return "\n".join([*hard_lines(rec), DOC_MARKER + doc, SUMMARY_CUE])
-    return " ".join([INSTRUCTION, *control_sentences(rec)]) + f"\n{DOC_MARKER}{doc}\n{SUMMARY_CUE}"
+    return spec.render_turn(rec, doc)
 
 
-def build_prompt(rec: dict, demos: list[dict], budget: dict, demo_budget: dict, hard: bool = False) -> str:
-    parts = [turn(d, demo_budget, hard) + " " + d["summary"].strip() for d in demos]
-    parts.append(turn(rec, budget, hard))
-    return "\n\n".join(parts)
+def build_prompt(rec: dict, demos: list[dict], budget: dict, demo_budget: dict,
+                 spec: PromptSpec | None, hard: bool = False) -> str:
+    """Demonstrations (turn, separator, abstract) then the query turn."""
+    answer_sep = " " if hard or spec is None else spec.answer_separator
+    demo_sep = "\n\n" if hard or spec is None else spec.demo_separator
+    parts = [turn(d, demo_budget, spec, hard) + answer_sep + d["summary"].strip() for d in demos]
+    parts.append(turn(rec, budget, spec, hard))
+    return demo_sep.join(parts)
 
 
 def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test") -> list[dict]:
@@ -268,6 +254,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     (``shots`` > 0) come from ``train``, drawn per document with ``fewshot_seed``.
     """
     hard = task.endswith("_hard")
+    spec = None if hard else resolve_prompt_spec(metadata, task)
     docs = load_records(domain, split, metadata, task)
     n = int_setting(metadata, "sample_test")
     if n is not None and n < len(docs):
@@ -287,8 +274,10 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     metadata["fewshot_seed_used"] = seed
     for d in docs:
         demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots) if shots else []
-        d["prompt"] = build_prompt(d, demos, budget, demo_budget, hard)
+        d["prompt"] = build_prompt(d, demos, budget, demo_budget, spec, hard)
         d["demo_ids"] = json.dumps([x["id"] for x in demos])
+    report_load(task, skipped_rows=dict(metadata.get("skipped_rows", {})), fewshot_seed_used=seed,
+                ccs_prompt_source=HARD_SOURCE if spec is None else spec.source)
     return docs
 
 
@@ -330,6 +319,12 @@ class CCSBenchTask(SummarizationTask):
         super().__init__(config=config, **kwargs)
         subset = (self.config.dataset_kwargs or {}).get("domain", "compositional")
         fams = ["rouge", *REQUIRED[subset]]
+        # the prompt file also sets the focus judge's instruction and, for the instruction
+        # prompt (not the _hard lines), the stop strings that fit its layout
+        self._prompt_spec = resolve_prompt_spec(self.meta, self.config.task)
+        if not self.config.task.endswith("_hard") and self._prompt_spec.source != DEFAULT_SPEC.source:
+            self.config.generation_kwargs = {**(self.config.generation_kwargs or {}),
+                                             "until": list(self._prompt_spec.until)}
         self._judge_config = None
         if "focus" in fams:
             from custom_metrics.judge import notice_judge_skipped, resolve_judge_config
@@ -374,7 +369,8 @@ class CCSBenchTask(SummarizationTask):
         if family == "readability":
             return ccs.readability_scores(preds, [c.get("readability") or None for c in ctl])
         if family == "focus":
-            labels, res = ccs.judge_focus(preds, self._judge_config)
+            labels, res = ccs.judge_focus(preds, self._judge_config, messages=self._prompt_spec.focus_messages)
+            self.meta["focus_judge_prompt_source"] = self._prompt_spec.source
             self.meta["judge_usage"] = res.stats.as_dict()
             out = ccs.focus_f1(labels, [c.get("focus") or None for c in ctl])
             out["focus_parse_failures"] = float(res.parse_failures)

@@ -39,6 +39,20 @@ class DataError(ValueError):
     """Bad or missing data; the message always says where and what to do."""
 
 
+#: What each task's data loading reports (rows skipped, prompt source, seeds), by task name.
+#: Why here: lm-eval hands ``custom_dataset`` a *copy* of the task metadata and imports a
+#: task folder's ``utils.py`` afresh for every ``!function``, so a loader can neither write
+#: into the task's metadata nor share a module global with the task class. This module is
+#: imported once per process; :class:`~lm_eval_tasks.common.task.SummarizationTask` copies
+#: its task's entry into the metadata that the results JSON records.
+LOAD_REPORTS: dict[str, dict[str, Any]] = {}
+
+
+def report_load(task: str, **info: Any) -> None:
+    """Record facts about loading ``task``'s data for its results metadata."""
+    LOAD_REPORTS.setdefault(task, {}).update(info)
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
     """The mirror root: explicit ``data_dir`` first, then ``$DOMSUM_DATA_DIR``."""
     value = data_dir if data_dir not in (None, "") else os.environ.get(ENV_DATA_DIR)

@@ -19,6 +19,7 @@ ENV_FALLBACKS = {
     "judge_base_url": "OPENAI_BASE_URL",
     "vocab_dir": "DOMSUM_VOCAB_DIR",
     "prompt_tokenizer": "DOMSUM_PROMPT_TOKENIZER",
+    "ccs_prompt_file": "DOMSUM_CCS_PROMPT_FILE",
 }
 
 

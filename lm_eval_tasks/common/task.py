@@ -22,6 +22,7 @@ from typing import Any
 
 from lm_eval.api.task import ConfigurableTask
 
+from lm_eval_tasks.common.data import LOAD_REPORTS
 from lm_eval_tasks.common.settings import int_setting, setting
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class SummarizationTask(ConfigurableTask):
         self._family_cache: dict[tuple[str, str], dict[str, float]] = {}
         meta = self.config.metadata if isinstance(self.config.metadata, dict) else {}
         self.config.metadata = meta
+        meta.update(LOAD_REPORTS.get(self.config.task, {}))  # filled by the loader during download
         self._record_scorer_settings(meta)
 
     # ------------------------------------------------------------------ settings
