@@ -44,6 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from custom_metrics.hf_models import right_pad
+
 DEFAULT_MODEL = "bert-base-uncased"
 FILLER = "."
 _SENT_RE = re.compile(r"(?<=[.?!])\s+")
@@ -133,12 +135,7 @@ def _predict(model: Any, inputs: list[list[int]], positions: list[list[int]], pa
     with torch.inference_mode():
         for b in range(0, len(order), batch_size):
             batch = order[b : b + batch_size]
-            width = max(len(inputs[i]) for i in batch)
-            x = torch.full((len(batch), width), pad_id, dtype=torch.long)
-            att = torch.zeros((len(batch), width), dtype=torch.long)
-            for k, i in enumerate(batch):
-                x[k, : len(inputs[i])] = torch.tensor(inputs[i])
-                att[k, : len(inputs[i])] = 1
+            x, att = right_pad([inputs[i] for i in batch], pad_id)
             x, att = x.to(device), att.to(device)
             head = _head(model)
             if head is None:

@@ -69,3 +69,19 @@ def load_model(kind: str, name: str, *, metric: str, key: str | None = None,
 
 def model_device(model: Any) -> Any:
     return next(model.parameters()).device
+
+
+def right_pad(seqs: list[list[int]], pad_id: int) -> tuple[Any, Any]:
+    """``(input_ids, attention_mask)`` long tensors of ``seqs`` right-padded to the longest.
+
+    Callers sort by length before batching, so the padding per batch stays small.
+    """
+    import torch
+
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for k, s in enumerate(seqs):
+        ids[k, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[k, : len(s)] = 1
+    return ids, mask

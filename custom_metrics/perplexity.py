@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from custom_metrics.hf_models import right_pad
+
 DEFAULT_MODEL = "gpt2"
 
 
@@ -60,12 +62,7 @@ def perplexity_per_text(texts: Sequence[str], model: str | None = None, batch_si
     with torch.inference_mode():
         for b in range(0, len(order), batch_size):
             batch = order[b : b + batch_size]
-            width = max(len(seqs[i]) for i in batch)
-            x = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for k, i in enumerate(batch):
-                x[k, : len(seqs[i])] = torch.tensor(seqs[i])
-                mask[k, : len(seqs[i])] = 1
+            x, mask = right_pad([seqs[i] for i in batch], pad)
             logits = lm(input_ids=x.to(device), attention_mask=mask.to(device)).logits.float()
             logp = torch.log_softmax(logits[:, :-1], dim=-1)
             target = x[:, 1:].to(device)
