@@ -48,6 +48,12 @@ def length_bin(text: str, width: int = BIN_WIDTH, max_bin: int | None = None) ->
     return min(b, max_bin) if max_bin is not None else b
 
 
+def bin_bounds(b: int, width: int = BIN_WIDTH) -> tuple[int, int]:
+    """The word counts (lowest, highest) that :func:`length_bin` maps to bin ``b``:
+    bin 0 = 0-50, bin b = ``width * b + 1`` .. ``width * (b + 1)``; what a prompt asks for."""
+    return (0 if b == 0 else width * b + 1), width * (b + 1)
+
+
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Pearson correlation r = cov(x, y) / (sd(x) sd(y)); NaN when n < 2 or a side is constant.
 
@@ -224,10 +230,12 @@ FOCUS_INSTRUCTION = (
 )
 
 
-def focus_messages(summary: str) -> list[dict[str, str]]:
-    """The judge request classifying one summary's focus (the built-in instruction)."""
-    return [{"role": "system", "content": FOCUS_SYSTEM},
-            {"role": "user", "content": FOCUS_INSTRUCTION.format(summary=summary)}]
+def focus_messages(summary: str, instruction: str = FOCUS_INSTRUCTION,
+                   system: str = FOCUS_SYSTEM) -> list[dict[str, str]]:
+    """The judge request classifying one summary's focus (``instruction`` has
+    ``{summary}``; an empty ``system`` sends no system message)."""
+    user = {"role": "user", "content": instruction.format(summary=summary)}
+    return [{"role": "system", "content": system}, user] if system else [user]
 
 
 def judge_focus(summaries: Sequence[str], config: Any,

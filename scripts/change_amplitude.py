@@ -109,9 +109,9 @@ def measure(samples: list[dict], original: dict[str, dict], judge=None, spec=Non
            "readability": sum(fkgl(p) for p in preds) / len(preds),
            "quality": rouge_scores(preds, [o["summary"] for o in orig])["rougeL"]}
     if judge is not None:
-        from custom_metrics.ccs import judge_focus
+        from custom_metrics.ccs import focus_messages, judge_focus
 
-        labels, _ = judge_focus(preds, judge, **({"messages": spec.focus_messages} if spec else {}))
+        labels, _ = judge_focus(preds, judge, messages=spec.focus_messages if spec else focus_messages)
         got = [x for x in labels if x is not None]
         out["focus"] = sum(x == "high" for x in got) / len(got) if got else float("nan")
     return out

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from custom_metrics.ccs import (
-    focus_f1, fkgl, keyword_hits, keyword_success_rate, length_bin, length_scores, pearson,
+    bin_bounds, focus_f1, fkgl, keyword_hits, keyword_success_rate, length_bin, length_scores, pearson,
     readability_scores,
 )
 
@@ -17,6 +17,14 @@ def words(n: int) -> str:
 @pytest.mark.parametrize("n,expected", [(0, 0), (1, 0), (50, 0), (51, 1), (100, 1), (101, 2), (150, 2), (151, 3), (250, 4), (251, 5)])
 def test_length_bin_edges(n, expected):
     assert length_bin(words(n)) == expected
+
+
+@pytest.mark.parametrize("b,expected", [(0, (0, 50)), (1, (51, 100)), (2, (101, 150)), (4, (201, 250))])
+def test_bin_bounds_by_hand_and_inverse_of_length_bin(b, expected):
+    assert bin_bounds(b) == expected
+    lo, hi = expected
+    assert length_bin(words(lo)) == b and length_bin(words(hi)) == b
+    assert length_bin(words(hi + 1)) == b + 1
 
 
 def test_length_bin_whitespace_words_and_cap():

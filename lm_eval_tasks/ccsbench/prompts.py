@@ -43,7 +43,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from custom_metrics.ccs import FOCUS_INSTRUCTION, FOCUS_SYSTEM
+from custom_metrics.ccs import FOCUS_INSTRUCTION, FOCUS_SYSTEM, bin_bounds, focus_messages
 from lm_eval_tasks.common.data import DataError
 
 DEFAULT_UNTIL = ("\nPaper:", "\nSummary:", "Write a summary of the following", "\nLength:",
@@ -94,8 +94,8 @@ class PromptSpec:
         out = []
         b = rec.get("length_bin", -1)
         if b is not None and b >= 0:
-            out.append(self.length.format(words=length_words(b), bin=b, min_words=0 if b == 0 else 50 * b + 1,
-                                          max_words=50 * (b + 1)))
+            lo, hi = bin_bounds(b)
+            out.append(self.length.format(words=length_words(b), bin=b, min_words=lo, max_words=hi))
         kws = json.loads(rec.get("keywords") or "[]")
         if kws:
             out.append(self.keywords.format(keywords=", ".join(kws)))
@@ -116,8 +116,7 @@ class PromptSpec:
 
     def focus_messages(self, summary: str) -> list[dict[str, str]]:
         """The judge request classifying one summary's focus."""
-        msgs = [{"role": "user", "content": self.focus_judge.format(summary=summary)}]
-        return ([{"role": "system", "content": self.focus_system}] if self.focus_system else []) + msgs
+        return focus_messages(summary, self.focus_judge, self.focus_system)
 
 
 DEFAULT = PromptSpec()
@@ -125,7 +124,8 @@ DEFAULT = PromptSpec()
 
 def length_words(b: int) -> str:
     """The words a length bin asks for: bin 0 = at most 50, bin b = 50b+1 .. 50(b+1)."""
-    return "at most 50 words" if b == 0 else f"between {50 * b + 1} and {50 * (b + 1)} words"
+    lo, hi = bin_bounds(b)
+    return f"at most {hi} words" if b == 0 else f"between {lo} and {hi} words"
 
 
 def _check_placeholders(key: str, text: str, where: str) -> None:

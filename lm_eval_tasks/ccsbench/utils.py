@@ -229,21 +229,22 @@ def hard_lines(rec: dict) -> list[str]:
     return out
 
 
-def turn(rec: dict, budget: dict, spec: PromptSpec | None, hard: bool = False) -> str:
-    """One turn: the instruction prompt of ``spec``, or ``Attribute: Value`` lines."""
+def turn(rec: dict, budget: dict, spec: PromptSpec | None) -> str:
+    """One turn: the instruction prompt of ``spec``, or (``spec`` None, the ``_hard``
+    variants) ``Attribute: Value`` lines."""
     doc = truncate(rec["document"], **budget)
-    if hard or spec is None:
+    if spec is None:
         return "\n".join([*hard_lines(rec), DOC_MARKER + doc, SUMMARY_CUE])
     return spec.render_turn(rec, doc)
 
 
 def build_prompt(rec: dict, demos: list[dict], budget: dict, demo_budget: dict,
-                 spec: PromptSpec | None, hard: bool = False) -> str:
+                 spec: PromptSpec | None) -> str:
     """Demonstrations (turn, separator, abstract) then the query turn."""
-    answer_sep = " " if hard or spec is None else spec.answer_separator
-    demo_sep = "\n\n" if hard or spec is None else spec.demo_separator
-    parts = [turn(d, demo_budget, spec, hard) + answer_sep + d["summary"].strip() for d in demos]
-    parts.append(turn(rec, budget, spec, hard))
+    answer_sep = " " if spec is None else spec.answer_separator
+    demo_sep = "\n\n" if spec is None else spec.demo_separator
+    parts = [turn(d, demo_budget, spec) + answer_sep + d["summary"].strip() for d in demos]
+    parts.append(turn(rec, budget, spec))
     return demo_sep.join(parts)
 
 
@@ -253,8 +254,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     ``task`` ending in ``_hard`` selects the ``Attribute: Value`` prompt. Demonstrations
     (``shots`` > 0) come from ``train``, drawn per document with ``fewshot_seed``.
     """
-    hard = task.endswith("_hard")
-    spec = None if hard else resolve_prompt_spec(metadata, task)
+    spec = None if task.endswith("_hard") else resolve_prompt_spec(metadata, task)
     docs = load_records(domain, split, metadata, task)
     n = int_setting(metadata, "sample_test")
     if n is not None and n < len(docs):
@@ -274,7 +274,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     metadata["fewshot_seed_used"] = seed
     for d in docs:
         demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots) if shots else []
-        d["prompt"] = build_prompt(d, demos, budget, demo_budget, spec, hard)
+        d["prompt"] = build_prompt(d, demos, budget, demo_budget, spec)
         d["demo_ids"] = json.dumps([x["id"] for x in demos])
     report_load(task, skipped_rows=dict(metadata.get("skipped_rows", {})), fewshot_seed_used=seed,
                 ccs_prompt_source=HARD_SOURCE if spec is None else spec.source)
