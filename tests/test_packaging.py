@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OFFLINE, ROOT
+from conftest import ROOT, subprocess_env
 
 TASK_FILES = ("*.py", "*.yaml", "*_yaml", "README.md")
 
@@ -73,8 +73,7 @@ def test_lm_eval_runs_from_the_installed_wheel(wheel, tmp_path, tiny_causal_lm, 
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     # only the installed copy is importable: PYTHONPATH is the target, cwd is elsewhere
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("DOMSUM_")}
-    env.update(OFFLINE, PYTHONPATH=str(target), OPENAI_API_KEY="", OPENAI_BASE_URL="")
+    env = subprocess_env(PYTHONPATH=str(target), OPENAI_API_KEY="", OPENAI_BASE_URL="")
     where = subprocess.run([sys.executable, "-m", "lm_eval_tasks"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert where.returncode == 0, where.stderr[-3000:]
