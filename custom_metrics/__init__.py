@@ -32,7 +32,6 @@ from custom_metrics.judge import (
     judge_scores,
     judge_scores_async,
     notice_judge_skipped,
-    resolve_judge_config,
 )
 from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge
 from custom_metrics.hf_models import ModelUnavailable
@@ -71,6 +70,6 @@ __all__ = [
     "JudgeRequestError", "JudgeResult", "JudgeStats", "VocabularyNotFoundError", "adapteval_judge",
     "aggregate_shift", "bertscore", "build_vocabulary", "count_tokens", "domain_word_mask", "dvo",
     "dvo_scores", "dvo_token", "dvo_token_scores", "judge_scores", "judge_scores_async",
-    "load_vocabulary", "notice_judge_skipped", "position_shift", "resolve_judge_config",
+    "load_vocabulary", "notice_judge_skipped", "position_shift",
     "rouge_scores", "summarize_shift", "vocabulary_path", "word_tokenize",
 ]

@@ -80,6 +80,7 @@ class Encoder:
         self.special_ids = {i for i in special if i is not None}
         pad = self.tokenizer.pad_token_id
         self.pad_id = 0 if pad is None else pad
+        self.last_truncated = 0
 
     def token_ids(self, sentence: str) -> list[int]:
         from bert_score.utils import sent_encode
@@ -92,6 +93,9 @@ class Encoder:
 
         uniq = list(dict.fromkeys(sentences))
         ids = {s: self.token_ids(s) for s in uniq}
+        # bert-score cuts every input at the tokenizer's limit (512 for BERT/RoBERTa); an
+        # input that fills it was cut, and its tail does not count towards the score
+        self.last_truncated = sum(len(v) >= self.tokenizer.model_max_length for v in ids.values())
         order = sorted(uniq, key=lambda s: len(ids[s]))
         out: dict[str, Any] = {}
         with torch.inference_mode():
@@ -143,8 +147,13 @@ def bertscore_per_document(
     model: str | None = None,
     num_layers: int | None = None,
     batch_size: int = 64,
+    report: dict | None = None,
 ) -> list[tuple[float, float, float]]:
-    """(P, R, F1) for every pair; empty sides give (0, 0, 0)."""
+    """(P, R, F1) for every pair; empty sides give (0, 0, 0).
+
+    ``report``, when given, receives ``truncated_inputs``: how many distinct texts
+    filled the encoder's input limit and were cut (bert-score's own behaviour).
+    """
     if len(predictions) != len(references):
         raise ValueError(
             f"bertscore: {len(predictions)} predictions but {len(references)} references"
@@ -160,6 +169,8 @@ def bertscore_per_document(
     cands = [predictions[i].strip() for i in keep]
     refs = [references[i].strip() for i in keep]
     emb = enc.embed(cands + refs, batch_size=batch_size)
+    if report is not None:
+        report["truncated_inputs"] = report.get("truncated_inputs", 0) + enc.last_truncated
     for i, c, r in zip(keep, cands, refs):
         out[i] = _greedy(emb[c], emb[r])
     return out

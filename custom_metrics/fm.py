@@ -31,6 +31,12 @@ which match the supplementary appendix's section B.1 and Figures 1-2.
 The vanilla baseline (``fm_vanilla``) asks one direct 1-4 alignment rating of the
 whole candidate against the whole reference, reported as rating / 4.
 
+Empty candidates (empty or whitespace-only generations) cost no judge call: every
+facet the reference has gets the lowest rating (the release's rule for a facet the
+candidate lacks) and ``fm_vanilla`` is the lowest rating, 1/4. They are counted in
+``JudgeStats.empty_skipped`` (``usage``). Why not NaN: leaving them out of the mean
+would reward a model for producing nothing on hard documents.
+
 Judge plumbing: replies that are free text (facet JSON) go through the judge core's
 own batch engine (``custom_metrics.judge._BatchRun``: the same client, concurrency
 bound, retries with backoff, in-batch de-duplication and SQLite cache), reused, not
@@ -49,8 +55,10 @@ from typing import Any
 
 from custom_metrics.judge import (
     JudgeConfig,
+    JudgeRequestError,
     JudgeStats,
     Messages,
+    is_empty_generation,
     judge_scores,
     notice_judge_skipped,
     open_cache,
@@ -269,7 +277,9 @@ async def _texts_async(requests: Sequence[Messages], config: JudgeConfig, stats:
     """(parsed, replies) per request through the judge core's batch engine.
 
     A reply that ``parse`` rejects (None) is asked again once (attempt index 1 is part
-    of the cache key), then counted in ``stats.parse_failures``.
+    of the cache key), then counted in ``stats.parse_failures``. A request that fails
+    for good on a transient fault (429/5xx, timeout, invalid JSON) gives None for that
+    item only, counted by reason, as :func:`~custom_metrics.judge.judge_scores` does.
     """
     import asyncio
 
@@ -284,7 +294,13 @@ async def _texts_async(requests: Sequence[Messages], config: JudgeConfig, stats:
     async def one(run: Any, messages: Messages) -> tuple[Any, list[str]]:
         replies: list[str] = []
         for attempt in (0, 1):
-            response = await run.answer(messages, params, attempt)
+            try:
+                response = await run.answer(messages, params, attempt)
+            except JudgeRequestError as exc:
+                if not exc.transient:  # a rejected key or unknown model fails every item: stop
+                    raise
+                run._item_failed(exc)  # counted by reason and logged (masked), as in judge_scores
+                return None, replies
             choices = response.get("choices") or []
             text = ((choices[0].get("message") or {}).get("content") or "") if choices else ""
             replies.append(text)
@@ -383,8 +399,13 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
         res = judge_scores(requests, scales, config, stats=stats, desc="fm align")
         rated = dict(zip(slots, res.scores))
     van: list[float | None] = [None] * n
+    empty = [is_empty_generation(c) for c in candidates]
+    stats.empty_skipped += sum(empty)  # never sent: their facets were already rated lowest above
     if vanilla:
-        idx = [i for i in range(n) if (references[i] or "").strip()]
+        idx = [i for i in range(n) if (references[i] or "").strip() and not empty[i]]
+        for i in range(n):
+            if empty[i] and (references[i] or "").strip():
+                van[i] = VANILLA_SCALE[0] / VANILLA_SCALE[1]  # an empty abstract aligns with nothing
         if idx:
             res = judge_scores([vanilla_messages(references[i], candidates[i]) for i in idx],
                                VANILLA_SCALE, config, stats=stats, desc="fm vanilla")

@@ -30,7 +30,10 @@ Three matchers are in use in the literature, and they do **not** agree:
     release's behaviour and we keep it.
 
 Every public function takes token lists (any hashable tokens compared with ``==``;
-the metrics pass lowercased :func:`custom_metrics.tokenize.word_tokenize` tokens)
+the metrics pass each source's own lowercased tokens: Newsroom and SummEval tokenize
+with spaCy's English tokenizer and lowercase the tokens
+(:func:`custom_metrics.tokenize.spacy_tokenize`), the DomainSum release calls
+``nltk.word_tokenize(text.lower())`` (:func:`custom_metrics.tokenize.word_tokenize`))
 and has a straightforward ``_reference_*`` twin kept below, a literal transcription
 of the published loops, against which the fast versions are property-tested for
 identical output.
@@ -223,8 +226,9 @@ def newsroom_fragments(
     (``Fragments._match``), also used by SummEval, HELM and lighteval. Output is
     identical to that code, including its jump quirk:
     ``newsroom_fragments("x x x y".split(), "x x y".split()) == [2, 1]``.
-    Tokens are compared with ``==``; pass lowercased tokens to match Newsroom's
-    default ``case=False``. Coverage = ``sum(f) / |S|``, density =
+    Tokens are compared with ``==``; pass lowercased spaCy tokens
+    (:func:`custom_metrics.tokenize.spacy_tokenize`) to match Newsroom's and
+    SummEval's defaults (spaCy English tokenizer, ``case=False``). Coverage = ``sum(f) / |S|``, density =
     ``sum(f**2) / |S|``.
     """
     return _greedy_scan(PairIndex(article_tokens, summary_tokens), skip_inside_runs=True)
@@ -237,7 +241,7 @@ def longest_match_fragments(
     with *any* article position (``x x y`` vs ``x x x y`` gives ``[3]``).
 
     Not Newsroom's output (see :func:`newsroom_fragments`); offered for comparison.
-    Tokens compared with ``==`` (pass lowercased ``word_tokenize`` tokens); density
+    Tokens compared with ``==`` (pass lowercased tokens, as above); density
     from it would be ``sum(f**2) / |S|``. Source: the "longest match" reading of
     Grusky et al. (2018), Section 4.1, without their scan's jump.
     """
@@ -274,7 +278,8 @@ def domainsum_fragments(
 
     Source: DomainSum release, ``get_statistics.py`` (``calculate_density``);
     density = ``sum(f**2) / |S|``. Tokens compared with ``==``; the release uses
-    ``nltk.word_tokenize(text.lower())`` (our lowercased ``word_tokenize``). ``i`` walks the document, ``j`` the summary;
+    ``nltk.word_tokenize(text.lower())`` (:func:`custom_metrics.tokenize.word_tokenize`,
+    NLTK's tokenizer). ``i`` walks the document, ``j`` the summary;
     on a match both advance by the run length, otherwise only ``i`` advances, so a
     summary token missing from the rest of the document ends the scan. Example:
     document ``a b c d``, summary ``b c a d`` gives ``[2]``: ``b c`` matches at

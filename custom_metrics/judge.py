@@ -2,7 +2,9 @@
 G-Eval-style scoring and a batch API.
 
 Used by the AdaptEval judge metrics (``custom_metrics.judge_prompts``), the
-re-scoring CLI (``scripts/score_samples.py``) and, later, FM and CCSBench.
+re-scoring command (``domsum rescore``), FM and CCSBench. Settings (metadata, then the
+environment) are resolved by ``lm_eval_tasks.settings.judge_config``, which builds a
+:class:`JudgeConfig`; this module reads no settings itself beyond the cache default.
 
 Design, and why:
 
@@ -24,6 +26,30 @@ Design, and why:
   without paying twice, and an identical second run makes zero HTTP calls.
   The harness's own ``--use_cache`` keys on the request only, not on the model —
   ours keys on everything that changes the answer.
+* **Claims.** Two runs sharing one cache must not both pay for an item. Right before
+  its first request, a run *claims* the item: in the same SQLite transaction that
+  finds the answer missing it writes a ``pending`` row (owner id, claimed-at time,
+  expiry). Another run that meets a live claim waits (short, bounded polls, without
+  holding a concurrency slot) for the answer instead of paying again. A claim is
+  abandoned and may be taken over when its expiry passes (``claim_ttl_s``, kept fresh
+  by a heartbeat while its owner runs) or at once when its owner process is gone
+  (same host, pid not running: a killed run). A failed or cancelled request releases
+  its claim.
+* **Item failures.** A transient fault that outlasts the retries (429/5xx, a
+  timeout, a reset connection, an HTTP 200 whose body is not a JSON chat completion)
+  fails that item only: score ``None``, counted by reason in
+  :attr:`JudgeStats.failed`, logged with the endpoint — never a crash, never a 0.
+  Only when the first items of a batch (:data:`FAIL_FAST_ITEMS`, or all of a smaller
+  batch) fail with no answer at all does the batch raise :class:`JudgeRequestError`:
+  then the endpoint, not an item, is broken, and waiting out every other item's
+  retries would only delay the error.
+* **Empty generations** (empty or whitespace-only; pass ``generations=``) are not
+  sent: score ``None``, counted in ``JudgeStats.empty_skipped``, never a parse
+  failure and never a paid call.
+* **Secrets.** Servers may echo the API key in an error body. Every message, log
+  line and exception text we format goes through :func:`mask_secrets`, which
+  replaces the configured key and the ``OPENAI_API_KEY`` / ``DOMSUM_JUDGE_API_KEY``
+  values; cache rows (request and reply) are masked with the same key list.
 * **Scoring** (Liu et al., 2023, "G-Eval", Eq. 1): with log-probabilities, the score
   is the probability-weighted mean of the valid score tokens at the first score
   position, renormalised over the valid tokens; without them (endpoint refuses or
@@ -45,6 +71,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import email.utils
 import hashlib
 import json
@@ -53,11 +80,14 @@ import math
 import os
 import random
 import re
+import socket
 import sqlite3
 import threading
 import time
+import urllib.parse
+import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -76,6 +106,12 @@ DEFAULT_CACHE_PATH = "~/.cache/domsum/judge.sqlite"
 CACHE_SCHEMA = 1
 PROGRESS_MIN_ITEMS = 20
 RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is honoured up to this, beyond our own cap
+CLAIM_POLL_MIN_S = 0.02  # first poll of a waiter on another run's claim ...
+CLAIM_POLL_MAX_S = 0.5   # ... growing to this: short waits stay snappy, long ones cheap
+FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
+SECRET_ENV_VARS = ("OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY")
+SECRET_MIN_LEN = 6  # shorter values ("EMPTY", "x") are placeholders; masking them mangles text
+SECRET_MASK = "[api key masked]"
 _OFF_VALUES = {"", "0", "off", "none", "false", "no", "disabled"}
 
 
@@ -94,13 +130,69 @@ class JudgeRequestError(JudgeError):
     """A judge request failed for good: a non-retryable status or retries exhausted.
 
     Answers received before the failure are already in the cache, so fixing the
-    cause and re-running pays only for the rest.
+    cause and re-running pays only for the rest. ``reason`` is the failure kind as
+    counted in :attr:`JudgeStats.failed` (``http_<status>``, ``timeout``,
+    ``connection``, ``invalid_json``); ``transient`` is True when retries were
+    exhausted on a fault that may heal (the item is then counted, not fatal);
+    ``attempts`` is how many requests were sent. Message and body are masked.
     """
 
-    def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
+    def __init__(self, message: str, status: int | None = None, body: Any = None, *,
+                 reason: str | None = None, attempts: int = 1, transient: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.reason = reason or (f"http_{status}" if status else None)
+        self.attempts = attempts
+        self.transient = transient
+
+
+# =========================================================================== secrets
+
+
+def _secrets(config: Any = None) -> list[str]:
+    """The key values to hide: the config's, then the environment's, longest first
+    (so a key that contains another is replaced whole)."""
+    values = {getattr(config, "api_key", None)} | {os.environ.get(v) for v in SECRET_ENV_VARS}
+    found: set[str] = set()
+    for v in values:
+        if isinstance(v, str) and len(v.strip()) >= SECRET_MIN_LEN:
+            v = v.strip()
+            # also the forms in which a key can appear inside JSON or a URL
+            found.update({v, json.dumps(v)[1:-1], urllib.parse.quote(v, safe="")})
+    return sorted(found, key=len, reverse=True)
+
+
+def _mask_with(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, SECRET_MASK)
+    return text
+
+
+def mask_secrets(text: Any, config: Any = None) -> str:
+    """``text`` (made a string) with every configured API key replaced by a mask.
+
+    Keys come from ``config.api_key`` and the ``OPENAI_API_KEY`` /
+    ``DOMSUM_JUDGE_API_KEY`` environment variables, because a server may echo the
+    key it was sent (a 401 body) and whatever we format from its reply would then
+    carry it into logs, exceptions and files. Values shorter than
+    :data:`SECRET_MIN_LEN` are placeholders, not secrets, and are left alone.
+    """
+    return _mask_with(text if isinstance(text, str) else str(text), _secrets(config))
+
+
+def _mask_obj(obj: Any, secrets: Sequence[str]) -> Any:
+    """A copy of a JSON-like value with every string masked (error bodies, cache rows)."""
+    if not secrets:
+        return obj
+    if isinstance(obj, str):
+        return _mask_with(obj, secrets)
+    if isinstance(obj, Mapping):
+        return {k: _mask_obj(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_mask_obj(v, secrets) for v in obj]
+    return obj
 
 
 # =========================================================================== config
@@ -128,6 +220,8 @@ class JudgeConfig:
     and ``n_samples`` to the sampling fallback (G-Eval: 1 and 20). ``logprobs``:
     ``"on"`` (require them; an endpoint without them is an error), ``"off"`` (always
     sample), ``"auto"`` (try, fall back). ``cache_path=None`` disables the cache.
+    ``claim_ttl_s``: how long another run's claim on an item is honoured without a
+    heartbeat (default: three ``timeout_s``; see :attr:`claim_ttl`).
     """
 
     model: str
@@ -147,6 +241,7 @@ class JudgeConfig:
     seed: int | None = None
     cache_path: str | None = field(default_factory=default_cache_path)
     progress: bool = True
+    claim_ttl_s: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -168,6 +263,8 @@ class JudgeConfig:
             problems.append(f"top_logprobs must be in 1..20 (got {self.top_logprobs})")
         if self.logprobs not in ("on", "off", "auto"):
             problems.append(f"logprobs must be 'on', 'off' or 'auto' (got {self.logprobs!r})")
+        if self.claim_ttl_s is not None and self.claim_ttl_s <= 0:
+            problems.append(f"claim_ttl_s must be > 0 (got {self.claim_ttl_s})")
         if problems:
             raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
 
@@ -175,76 +272,25 @@ class JudgeConfig:
     def endpoint(self) -> str:
         return normalize_endpoint(self.base_url)
 
+    @property
+    def claim_ttl(self) -> float:
+        """Seconds a claim stays valid without a heartbeat: ``claim_ttl_s``, else three
+        request timeouts (a live owner refreshes it far more often than that)."""
+        return self.claim_ttl_s if self.claim_ttl_s is not None else 3.0 * self.timeout_s
+
+    @property
+    def claim_wait_s(self) -> float:
+        """The longest a run waits on another live run's claim before paying itself:
+        every attempt of the other's retry chain at full timeout, the longest backoff
+        between them, and one claim lifetime of slack. Bounded, so no wait hangs."""
+        backoff = max(self.backoff_cap_s, RETRY_AFTER_MAX_S)
+        return (self.max_retries + 1) * self.timeout_s + self.max_retries * backoff + self.claim_ttl
+
     def describe(self) -> dict[str, Any]:
         """What to record beside the scores (never the API key)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
         d["base_url"] = self.endpoint
         return d
-
-
-# metadata key -> (JudgeConfig field, environment variable or None, converter)
-_SETTINGS: dict[str, tuple[str, str | None, Callable[[Any], Any]]] = {
-    "judge_base_url": ("base_url", "OPENAI_BASE_URL", str),
-    "judge_concurrency": ("max_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int),
-    "judge_cache": ("cache_path", "DOMSUM_JUDGE_CACHE",
-                    lambda v: None if v is False or str(v).strip().lower() in _OFF_VALUES else str(v)),
-    "judge_logprobs": ("logprobs", "DOMSUM_JUDGE_LOGPROBS", lambda v: _logprobs_setting(v)),
-    "judge_n_samples": ("n_samples", "DOMSUM_JUDGE_N_SAMPLES", int),
-    "judge_timeout": ("timeout_s", "DOMSUM_JUDGE_TIMEOUT", float),
-    "judge_max_retries": ("max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int),
-}
-
-
-def _logprobs_setting(value: Any) -> str:
-    if value is True:
-        return "on"
-    if value is False:
-        return "off"
-    v = str(value).strip().lower()
-    return {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}.get(v, v)
-
-
-def _lookup(metadata: Mapping[str, Any], key: str, env: str | None) -> Any:
-    """Metadata value if given (not None/""), else the environment, else None."""
-    value = metadata.get(key)
-    if value is not None and value != "":
-        return value
-    if env and os.environ.get(env, "") != "":
-        return os.environ[env]
-    return None
-
-
-def resolve_judge_config(metadata: Mapping[str, Any] | None = None, **overrides: Any) -> JudgeConfig | None:
-    """The judge configuration from task metadata first, then the environment.
-
-    Keys: ``judge_model`` / ``DOMSUM_JUDGE_MODEL`` (required: without it there is no
-    judge and this returns ``None`` — never a paid call by surprise),
-    ``judge_base_url`` / ``OPENAI_BASE_URL``, ``judge_concurrency``, ``judge_cache``
-    / ``DOMSUM_JUDGE_CACHE`` (a path, or ``off``), ``judge_logprobs``
-    (on/off/auto), ``judge_n_samples``, ``judge_timeout``, ``judge_max_retries``.
-    The key comes only from the environment, never metadata (metadata lands in
-    results files): ``DOMSUM_JUDGE_API_KEY`` if set (a key for the judge alone, e.g.
-    a vLLM server's), else ``OPENAI_API_KEY``.
-    ``overrides`` are JudgeConfig fields that win over both (CLI flags).
-    """
-    metadata = metadata or {}
-    model = overrides.pop("model", None) or _lookup(metadata, "judge_model", "DOMSUM_JUDGE_MODEL")
-    if not model:
-        return None
-    kwargs: dict[str, Any] = {"model": str(model)}
-    for key, (name, env, convert) in _SETTINGS.items():
-        value = _lookup(metadata, key, env)
-        if value is None:
-            continue
-        try:
-            kwargs[name] = convert(value)
-        except (TypeError, ValueError):
-            raise JudgeConfigError(f"judge setting {key!r}: cannot use {value!r}") from None
-    api_key = os.environ.get("DOMSUM_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or None
-    if api_key:
-        kwargs["api_key"] = api_key
-    kwargs.update({k: v for k, v in overrides.items() if v is not None})
-    return JudgeConfig(**kwargs)
 
 
 _NOTICE_LOCK = threading.Lock()
@@ -293,41 +339,155 @@ def cache_key(endpoint: str | None, model: str, messages: Sequence[Mapping[str, 
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+ClaimState = Literal["answer", "claimed", "taken_over", "pending"]
+
+_LIVE_OWNERS: set[str] = set()  # claim owners of this process whose batch is still running
+_LIVE_OWNERS_LOCK = threading.Lock()
+_HOST = socket.gethostname()
+
+
+def new_owner_id() -> str:
+    """A claim owner id: ``host:pid:random``, so that a waiter on the same host can
+    tell a killed owner (pid gone) from a slow one."""
+    owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    with _LIVE_OWNERS_LOCK:
+        _LIVE_OWNERS.add(owner)
+    return owner
+
+
+def retire_owner(owner: str) -> None:
+    with _LIVE_OWNERS_LOCK:
+        _LIVE_OWNERS.discard(owner)
+
+
+def owner_alive(owner: str) -> bool:
+    """False only when we know the owner is gone: a finished batch of this process,
+    or a pid on this host that no longer runs. Other hosts: assume alive (the
+    claim's expiry then decides)."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != _HOST or not pid_text.isdigit() or os.name != "posix":
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():
+        with _LIVE_OWNERS_LOCK:
+            return owner in _LIVE_OWNERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class JudgeCache:
-    """SQLite store of judge answers (JSON), one row per cache key.
+    """SQLite store of judge answers (JSON), one row per cache key, and of claims.
 
     WAL mode lets other processes read while we write; ``synchronous=NORMAL``
     survives a killed process (not a power cut) at a fraction of the fsync cost.
     One connection per path and process, guarded by a lock, so the event loop and
-    worker threads may share it.
+    worker threads may share it. Transactions are explicit (``BEGIN IMMEDIATE``):
+    a claim must be decided under the write lock, or two runs could both find an
+    item missing and both pay for it.
+
+    ``claims`` rows (``status`` ``pending``, ``owner``, ``claimed_at``,
+    ``expires_at``) mark items whose request is in flight somewhere; storing the
+    answer deletes the claim in the same transaction.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False)
+        self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
+                                     isolation_level=None)
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
-                "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)")
-            self._conn.commit()
+            with self._tx():
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
+                    "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)")
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, "
+                    "status TEXT NOT NULL DEFAULT 'pending', owner TEXT NOT NULL, "
+                    "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (the caller holds ``self._lock``)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def get(self, key: str) -> dict | None:
         with self._lock:
             row = self._conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key: str, endpoint: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
-        """Insert and commit at once: the answer must survive an interruption."""
+    def claim(self, key: str, owner: str, ttl_s: float, force: bool = False) -> tuple[ClaimState, dict | None]:
+        """Find the answer or claim the item, atomically.
+
+        Returns ``("answer", response)`` when answered; ``("pending", None)`` when a
+        live claim of another owner stands (wait, then ask again); else the claim is
+        now ours: ``("claimed", None)``, or ``("taken_over", None)`` when we replaced
+        an expired claim, one of a dead owner, or (``force``) one we waited on too long.
+        """
         with self._lock:
-            self._conn.execute(
+            # read-only fast path: waiters poll without taking the write lock
+            row = self._conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+            if row:
+                return "answer", json.loads(row[0])
+            other = self._conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
+            if not force and other and other[0] != owner and other[1] > time.time() and owner_alive(other[0]):
+                return "pending", None
+            with self._tx() as conn:
+                row = conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+                if row:
+                    return "answer", json.loads(row[0])
+                other = conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
+                now = time.time()
+                live = other is not None and other[0] != owner and other[1] > now and owner_alive(other[0])
+                if live and not force:
+                    return "pending", None
+                conn.execute("INSERT OR REPLACE INTO claims VALUES (?, 'pending', ?, ?, ?)",
+                             (key, owner, now, now + ttl_s))
+        return ("taken_over" if other is not None and other[0] != owner else "claimed"), None
+
+    def refresh(self, owner: str, ttl_s: float) -> int:
+        """Extend every claim of ``owner`` (the heartbeat); returns how many."""
+        with self._lock, self._tx() as conn:
+            return conn.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                (time.time() + ttl_s, owner)).rowcount
+
+    def release(self, key: str | None, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (all its claims when ``key`` is None), so
+        that another run may take the item at once instead of waiting for expiry."""
+        with self._lock, self._tx() as conn:
+            if key is None:
+                conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+            else:
+                conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def pending(self) -> list[tuple[str, str, float]]:
+        """Open claims as (key, owner, claimed_at): what a killed run left in flight."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute("SELECT key, owner, claimed_at FROM claims")]
+
+    def put(self, key: str, endpoint: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        """Insert and commit at once (the answer must survive an interruption), and
+        drop the item's claim in the same transaction: waiters see the answer."""
+        with self._lock, self._tx() as conn:
+            conn.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
                 (key, endpoint, model, json.dumps(request, ensure_ascii=False),
                  json.dumps(response, ensure_ascii=False), time.time()))
-            self._conn.commit()
+            conn.execute("DELETE FROM claims WHERE key = ?", (key,))
 
     def __len__(self) -> int:
         with self._lock:
@@ -422,6 +582,10 @@ def score_from_samples(texts: Sequence[str | None], scale: Scale) -> float | Non
 # =========================================================================== results
 
 
+#: how :meth:`JudgeStats.summary_line` names each failure reason
+_REASON_WORDS = {"invalid_json": "invalid JSON", "timeout": "timeout", "connection": "connection error"}
+
+
 @dataclass
 class JudgeStats:
     """Counters of one batch (or several, when the same object is passed along).
@@ -432,6 +596,12 @@ class JudgeStats:
     second attempts after a reply without a valid score; ``parse_failures``: items
     left unscored; token counts are those of answers paid in this run
     (``cached_*``: those of answers reused from the cache).
+    ``empty_skipped``: items whose generation was empty, never sent; ``failed``:
+    items whose requests failed for good, by reason (``http_<status>``, ``timeout``,
+    ``connection``, ``invalid_json``), and ``failed_tries`` the attempts each reason
+    took; ``claim_waits``: items another run was already requesting, waited for
+    instead of paid again; ``claims_taken_over``: expired or orphaned claims of
+    another run that this run took over.
     """
 
     items: int = 0
@@ -441,6 +611,11 @@ class JudgeStats:
     retries: int = 0
     parse_retries: int = 0
     parse_failures: int = 0
+    empty_skipped: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    failed_tries: dict[str, int] = field(default_factory=dict)
+    claim_waits: int = 0
+    claims_taken_over: int = 0
     logprobs_fallbacks: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -448,22 +623,62 @@ class JudgeStats:
     cached_completion_tokens: int = 0
     wall_s: float = 0.0
 
+    def count_failure(self, reason: str, tries: int) -> None:
+        self.failed[reason] = self.failed.get(reason, 0) + 1
+        self.failed_tries[reason] = max(self.failed_tries.get(reason, 0), tries)
+
+    @property
+    def n_failed(self) -> int:
+        """Items without a score for a fault: request failures plus parse failures."""
+        return sum(self.failed.values()) + self.parse_failures
+
+    def failures_by_reason(self) -> dict[str, int]:
+        """``parse``, each request-failure reason, and ``empty_skipped`` (zeros kept
+        for ``parse`` and ``empty_skipped``, so readers need not guess)."""
+        return {"parse": self.parse_failures, **dict(sorted(self.failed.items())),
+                "empty_skipped": self.empty_skipped}
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["failed"] = self.failures_by_reason()
         d["total_tokens"] = self.prompt_tokens + self.completion_tokens
         d["wall_s"] = round(self.wall_s, 3)
         return d
 
+    def summary_line(self) -> str:
+        """One line for a human: how many items failed and why, e.g. "3 of 29 judge
+        items failed: 2 invalid JSON after 3 tries, 1 timeout after 3 tries"."""
+        parts: list[tuple[int, str]] = []
+        for reason, n in self.failed.items():
+            word = _REASON_WORDS.get(reason) or (f"HTTP {reason[5:]}" if reason.startswith("http_") else reason)
+            tries = self.failed_tries.get(reason, 0)
+            parts.append((n, f"{n} {word}" + (f" after {tries} tries" if tries > 1 else "")))
+        if self.parse_failures:
+            parts.append((self.parse_failures, f"{self.parse_failures} without a valid score (asked twice)"))
+        parts.sort(key=lambda p: -p[0])
+        n_failed = self.n_failed
+        if n_failed:
+            line = f"{n_failed} of {self.items} judge items failed: " + ", ".join(p[1] for p in parts)
+        else:
+            line = f"all {self.items - self.empty_skipped} judge items scored"
+        if self.empty_skipped:
+            noun = "summary" if self.empty_skipped == 1 else "summaries"
+            line += f"; {self.empty_skipped} empty {noun} skipped (not sent)"
+        return line
+
 
 @dataclass
 class JudgeResult:
-    """Per-item scores (None = parse failure), the mode each was scored in, replies, stats."""
+    """Per-item scores (None = not scored), the mode each was scored in, replies,
+    why each unscored item has no score (``reasons``: None when scored, else
+    ``parse``, ``empty`` or a request-failure reason), stats."""
 
     scores: list[float | None]
     modes: list[str | None]
     replies: list[list[str]]
     stats: JudgeStats
     config: dict[str, Any] = field(default_factory=dict)
+    reasons: list[str | None] = field(default_factory=list)
 
     @property
     def n_scored(self) -> int:
@@ -471,7 +686,18 @@ class JudgeResult:
 
     @property
     def parse_failures(self) -> int:
-        return len(self.scores) - self.n_scored
+        if not self.reasons:
+            return len(self.scores) - self.n_scored
+        return sum(r == "parse" for r in self.reasons)
+
+    @property
+    def empty_skipped(self) -> int:
+        return sum(r == "empty" for r in self.reasons)
+
+    @property
+    def failed(self) -> dict[str, int]:
+        """Unscored items by reason (``parse``, ``empty``, ``timeout``, ...)."""
+        return dict(Counter(r for r in self.reasons if r))
 
     @property
     def mean(self) -> float | None:
@@ -487,7 +713,7 @@ class JudgeResult:
 
     def summary(self) -> dict[str, Any]:
         return {"mean": self.mean, "n_scored": self.n_scored, "parse_failures": self.parse_failures,
-                "mode": self.mode, "stats": self.stats.as_dict()}
+                "failed": self.failed, "mode": self.mode, "stats": self.stats.as_dict()}
 
 
 @dataclass
@@ -495,6 +721,7 @@ class _ItemScore:
     score: float | None
     mode: str | None
     replies: list[str]
+    reason: str | None = None  # why there is no score (None when scored)
 
 
 # =========================================================================== engine
@@ -526,13 +753,38 @@ def _retryable_status(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
-def _describe_error(exc: Exception) -> str:
+def _describe_error(exc: BaseException) -> str:
     msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {msg}"
 
 
+class _InvalidReply(ValueError):
+    """An HTTP 200 whose body is not a JSON chat completion (a proxy's HTML page, a
+    truncated body, ``{"error": ...}`` with status 200): retried like a 5xx."""
+
+
+_REASON_TEXT = {"invalid_json": "HTTP 200 reply that is not a JSON chat completion",
+                "timeout": "timeout", "connection": "connection error"}
+
+
+def _completion_dict(completion: Any) -> dict:
+    """The reply as a dict, or :class:`_InvalidReply` when it is not a chat completion.
+
+    With a non-JSON content type the ``openai`` client returns the body as text; with
+    a JSON content type but a bad body it raises ``JSONDecodeError`` (caught by the
+    caller); a JSON value without ``choices`` is no completion either.
+    """
+    if isinstance(completion, (str, bytes)):
+        raise _InvalidReply(f"body is not JSON: {str(completion)[:200]!r}")
+    data = completion.to_dict(mode="json") if hasattr(completion, "to_dict") else completion
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise _InvalidReply(f"JSON without 'choices': {json.dumps(data, default=str)[:200]}")
+    return data
+
+
 class _BatchRun:
-    """State of one batch: the client, the semaphore, the mode gate, in-flight requests."""
+    """State of one batch: the client, the semaphore, the mode gate, in-flight
+    requests, this run's claim owner id and the heartbeat that keeps its claims live."""
 
     def __init__(self, config: JudgeConfig, stats: JudgeStats, cache: JudgeCache | None) -> None:
         self.config = config
@@ -546,6 +798,17 @@ class _BatchRun:
         self.mode_lock = asyncio.Lock()
         # None = "auto", not yet known: the batch's first item probes for logprobs.
         self.mode: Mode | None = {"on": "logprobs", "off": "samples"}.get(config.logprobs)
+        self.secrets = _secrets(config)
+        self.owner = ""
+        self.held: set[str] = set()  # keys this run has claimed and not yet answered
+        self._heartbeat_task: asyncio.Task | None = None
+        self.failures: list[JudgeRequestError] = []  # items failed for good, this batch
+        self.answered = False  # any answer (fresh or cached) in this batch
+        self.n_items = 0
+
+    def mask(self, text: Any) -> str:
+        """Every error text we format passes here (see :func:`mask_secrets`)."""
+        return mask_secrets(text, self.config)
 
     # ---- client lifecycle
 
@@ -562,11 +825,35 @@ class _BatchRun:
             api_key = "EMPTY"  # local servers (vLLM) accept any key unless started with --api-key
         self.client = AsyncOpenAI(api_key=api_key, base_url=cfg.endpoint, max_retries=0,
                                   timeout=cfg.timeout_s)
+        if self.cache is not None:
+            self.owner = new_owner_id()
+            self._heartbeat_task = asyncio.ensure_future(self._heartbeat())
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        # claims first, without awaiting: a cancelled run must not leave them behind
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+        if self.cache is not None and self.owner:
+            try:
+                self.cache.release(None, self.owner)
+            finally:
+                retire_owner(self.owner)
         if self.client is not None:
             await self.client.close()
+        if self._heartbeat_task is not None:
+            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+
+    async def _heartbeat(self) -> None:
+        """Keep this run's claims from expiring while it queues, retries or backs off."""
+        ttl = self.config.claim_ttl
+        while True:
+            await asyncio.sleep(ttl / 3)
+            if self.held and self.cache is not None:
+                try:
+                    self.cache.refresh(self.owner, ttl)
+                except sqlite3.Error as exc:  # a busy database: the next beat tries again
+                    log.debug("judge: claim heartbeat failed: %s", exc)
 
     # ---- request parameters (the same dict is sent and keyed)
 
@@ -591,42 +878,63 @@ class _BatchRun:
             delay = max(delay, min(hint, RETRY_AFTER_MAX_S))
         return delay
 
-    async def http(self, messages: Messages, params: Mapping[str, Any]) -> dict:
-        """One answer, retrying transient failures; non-retryable 4xx raise at once."""
+    async def http(self, messages: Messages, params: Mapping[str, Any], slot_held: bool = False) -> dict:
+        """One answer, retrying transient failures; non-retryable 4xx raise at once.
+
+        ``slot_held``: the caller already holds a concurrency slot for the first
+        attempt (it claimed the item under it); the slot is released after that
+        attempt, and every later attempt takes its own, so backoff holds none.
+        """
         import openai
 
         cfg = self.config
-        last: Exception | None = None
+        last: BaseException | None = None
+        reason = "connection"
         for attempt in range(cfg.max_retries + 1):
             hint = None
+            if not slot_held:
+                await self.sem.acquire()
+            slot_held = False
             try:
-                async with self.sem:
+                try:
                     self.stats.http_calls += 1
                     completion = await self.client.chat.completions.create(
                         model=cfg.model, messages=messages, timeout=cfg.timeout_s, **params)
-                return completion.to_dict(mode="json")
+                    return _completion_dict(completion)
+                finally:
+                    self.sem.release()
             except openai.APIStatusError as exc:
                 if not _retryable_status(exc.status_code):
                     raise JudgeRequestError(
                         f"judge request rejected with HTTP {exc.status_code} by {cfg.endpoint} "
-                        f"(model {cfg.model!r}): {exc.message}", status=exc.status_code, body=exc.body) from exc
-                last, hint = exc, _retry_after_s(exc.response)
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
-                last = exc
+                        f"(model {cfg.model!r}): {self.mask(exc.message)}", status=exc.status_code,
+                        body=_mask_obj(exc.body, self.secrets)) from None
+                last, hint, reason = exc, _retry_after_s(exc.response), f"http_{exc.status_code}"
+            except openai.APITimeoutError as exc:
+                last, reason = exc, "timeout"
+            except openai.APIConnectionError as exc:
+                last, reason = exc, "connection"
+            except (json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError,
+                    _InvalidReply) as exc:
+                last, reason = exc, "invalid_json"
             if attempt < cfg.max_retries:
                 self.stats.retries += 1
                 delay = self.backoff(attempt, hint)
-                log.debug("judge: %s; retry %d in %.2fs", _describe_error(last), attempt + 1, delay)
+                log.debug("judge: %s from %s; retry %d in %.2fs", self.mask(_describe_error(last)),
+                          cfg.endpoint, attempt + 1, delay)
                 await asyncio.sleep(delay)
+        status = getattr(last, "status_code", None)
         raise JudgeRequestError(
             f"judge request to {cfg.endpoint} (model {cfg.model!r}) still failing after "
-            f"{cfg.max_retries + 1} attempts: {_describe_error(last)}. Answers so far are cached; "
-            "re-run to resume.", status=getattr(last, "status_code", None))
+            f"{cfg.max_retries + 1} attempts: {_REASON_TEXT.get(reason, reason.replace('_', ' '))} "
+            f"({self.mask(_describe_error(last))}). Answers so far are cached; re-run to resume.",
+            status=status, reason=reason, attempts=cfg.max_retries + 1, transient=True) from None
 
-    # ---- cache + dedup
+    # ---- cache, claims, dedup
 
     async def answer(self, messages: Messages, params: Mapping[str, Any], attempt: int) -> dict:
-        """The answer for this exact request: this batch's, the cache's, or a new HTTP call."""
+        """The answer for this exact request: this batch's, the cache's (also one
+        another run is fetching right now), or a new HTTP call."""
         cfg = self.config
         key = cache_key(cfg.endpoint, cfg.model, messages, params, attempt)
         task = self.shared.get(key)
@@ -634,12 +942,7 @@ class _BatchRun:
             result = await task
             self.stats.cache_hits += 1
             return result
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self._count(hit, cached=True)
-                return hit
-        task = asyncio.ensure_future(self._fetch(key, messages, params, attempt))
+        task = asyncio.ensure_future(self._resolve(key, messages, params, attempt))
         self.shared[key] = task
         try:
             return await task
@@ -647,16 +950,67 @@ class _BatchRun:
             self.shared.pop(key, None)
             raise
 
-    async def _fetch(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int) -> dict:
-        response = await self.http(messages, params)
+    async def _resolve(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int) -> dict:
+        cache = self.cache
+        if cache is None:
+            return self._store(key, messages, params, attempt, await self.http(messages, params))
+        hit = cache.get(key)
+        if hit is not None:
+            self._count(hit, cached=True)
+            return hit
+        waited_since: float | None = None
+        poll, force = CLAIM_POLL_MIN_S, False
+        while True:
+            # claim under a concurrency slot: a claim then means "in flight", not "queued"
+            await self.sem.acquire()
+            try:
+                state, hit = cache.claim(key, self.owner, self.config.claim_ttl, force=force)
+            except BaseException:
+                self.sem.release()
+                raise
+            if state == "answer":
+                self.sem.release()
+                self._count(hit, cached=True)
+                return hit  # type: ignore[return-value]
+            if state != "pending":
+                if state == "taken_over":
+                    self.stats.claims_taken_over += 1
+                    log.info("judge: took over an abandoned claim on one item at %s", self.config.endpoint)
+                self.held.add(key)
+                try:
+                    response = await self.http(messages, params, slot_held=True)
+                except BaseException:
+                    cache.release(key, self.owner)  # another run may take it now
+                    raise
+                finally:
+                    self.held.discard(key)
+                return self._store(key, messages, params, attempt, response)
+            self.sem.release()
+            now = time.monotonic()
+            if waited_since is None:
+                waited_since = now
+                self.stats.claim_waits += 1
+            elif now - waited_since > self.config.claim_wait_s:
+                log.warning("judge: another run has held one item for %.0f s; requesting it here too",
+                            now - waited_since)
+                force = True
+                continue
+            await asyncio.sleep(poll)
+            poll = min(poll * 1.5, CLAIM_POLL_MAX_S)
+
+    def _store(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int,
+               response: dict) -> dict:
+        """Keep an answer: masked, cached (releasing its claim), counted."""
+        response = _mask_obj(response, self.secrets)
         # No await between receiving and storing: once answered, the answer is kept.
         if self.cache is not None:
-            request = {"messages": messages, "params": dict(params), "attempt": attempt}
+            request = _mask_obj({"messages": messages, "params": dict(params), "attempt": attempt}, self.secrets)
             self.cache.put(key, self.config.endpoint, self.config.model, request, response)
         self._count(response, cached=False)
         return response
 
     def _count(self, response: Mapping[str, Any], cached: bool) -> None:
+        self.answered = True
         usage = response.get("usage") or {}
         pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         if cached:
@@ -726,21 +1080,48 @@ class _BatchRun:
         return _ItemScore(score, "samples", texts)
 
     async def score_item(self, messages: Messages, scale: Scale) -> _ItemScore:
-        """Score one request; a reply without a valid score is asked once more."""
-        first = await self.attempt_once(messages, scale, 0)
-        if first.score is not None:
-            return first
-        self.stats.parse_retries += 1
-        second = await self.attempt_once(messages, scale, 1)
+        """Score one request; a reply without a valid score is asked once more.
+
+        A request that fails for good on a transient fault fails this item only
+        (counted by reason, logged with the endpoint); other errors (a rejected key,
+        an unknown model) end the batch, since every item would fail the same way.
+        """
+        try:
+            first = await self.attempt_once(messages, scale, 0)
+            if first.score is not None:
+                return first
+            self.stats.parse_retries += 1
+            second = await self.attempt_once(messages, scale, 1)
+        except JudgeRequestError as exc:
+            if not exc.transient:
+                raise
+            return self._item_failed(exc)
         if second.score is None:
             self.stats.parse_failures += 1
-            log.debug("judge: no valid score in %r then %r", first.replies, second.replies)
-            return _ItemScore(None, second.mode, first.replies + second.replies)
+            log.debug("judge: no valid score in %s then %s", self.mask(repr(first.replies)),
+                      self.mask(repr(second.replies)))
+            return _ItemScore(None, second.mode, first.replies + second.replies, "parse")
         return second
+
+    def _item_failed(self, exc: JudgeRequestError) -> _ItemScore:
+        reason = exc.reason or "connection"
+        self.stats.count_failure(reason, exc.attempts)
+        self.failures.append(exc)
+        log.warning("judge item not scored (counted as failed, %s): %s", reason, self.mask(str(exc)))
+        if not self.answered and len(self.failures) >= min(FAIL_FAST_ITEMS, self.n_items):
+            first = self.failures[0]
+            rest = self.n_items - len(self.failures)
+            raise JudgeRequestError(
+                f"judge at {self.config.endpoint} (model {self.config.model!r}) answered none of "
+                f"the first {len(self.failures)} items ({self.stats.summary_line()})"
+                + (f"; giving up on the other {rest}" if rest else "") + f". First failure: {first}",
+                status=first.status, reason=first.reason, attempts=first.attempts)
+        return _ItemScore(None, None, [], reason)
 
     async def score_all(self, requests: Sequence[Messages], scales: Sequence[Scale], desc: str) -> list[_ItemScore]:
         from tqdm.auto import tqdm
 
+        self.n_items = len(requests)
         bar = tqdm(total=len(requests), desc=desc, unit="item",
                    disable=not self.config.progress or len(requests) < PROGRESS_MIN_ITEMS)
         tasks = [asyncio.ensure_future(self.score_item(list(m), s)) for m, s in zip(requests, scales)]
@@ -775,6 +1156,11 @@ def _validate_requests(requests: Sequence[Messages]) -> None:
             raise ValueError(f"judge request {i} is not a list of {{'role', 'content'}} messages")
 
 
+def is_empty_generation(text: str | None) -> bool:
+    """True for a generation with nothing to judge (None, empty, whitespace only)."""
+    return not (text or "").strip()
+
+
 async def judge_scores_async(
     requests: Sequence[Messages],
     scale: Scale | Sequence[Scale],
@@ -782,6 +1168,7 @@ async def judge_scores_async(
     *,
     stats: JudgeStats | None = None,
     desc: str = "judge",
+    generations: Sequence[str | None] | None = None,
 ) -> JudgeResult:
     """Async form of :func:`judge_scores`.
 
@@ -792,17 +1179,27 @@ async def judge_scores_async(
     scales = _expand_scales(scale, len(requests))
     for s in set(scales):
         score_values(s)
+    if generations is not None and len(generations) != len(requests):
+        raise ValueError(f"judge_scores: {len(requests)} requests but {len(generations)} generations")
     stats = stats if stats is not None else JudgeStats()
     stats.items += len(requests)
-    cache = open_cache(config.cache_path) if config.cache_path else None
-    t0 = time.perf_counter()
-    try:
-        async with _BatchRun(config, stats, cache) as run:
-            items = await run.score_all(requests, scales, desc)
-    finally:
-        stats.wall_s += time.perf_counter() - t0
+    todo = [i for i in range(len(requests))
+            if generations is None or not is_empty_generation(generations[i])]
+    stats.empty_skipped += len(requests) - len(todo)
+    items = [_ItemScore(None, None, [], "empty") for _ in requests]
+    if todo:
+        cache = open_cache(config.cache_path) if config.cache_path else None
+        t0 = time.perf_counter()
+        try:
+            async with _BatchRun(config, stats, cache) as run:
+                scored = await run.score_all([requests[i] for i in todo], [scales[i] for i in todo], desc)
+        finally:
+            stats.wall_s += time.perf_counter() - t0
+        for i, item in zip(todo, scored):
+            items[i] = item
     return JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
-                       replies=[i.replies for i in items], stats=stats, config=config.describe())
+                       replies=[i.replies for i in items], stats=stats, config=config.describe(),
+                       reasons=[i.reason for i in items])
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
@@ -827,6 +1224,7 @@ def judge_scores(
     *,
     stats: JudgeStats | None = None,
     desc: str = "judge",
+    generations: Sequence[str | None] | None = None,
 ) -> JudgeResult:
     """Score chat requests with the judge: one score per request, batched and cached.
 
@@ -834,9 +1232,20 @@ def judge_scores(
     ``(low, high)`` for all items, or one per item. Returns a :class:`JudgeResult`
     with per-item scores (None = no valid score after one retry: a parse failure,
     excluded from ``mean``), the mode each item was scored in (``logprobs`` or
-    ``samples``), the raw replies, and :class:`JudgeStats` (HTTP calls, cache hits,
-    retries, parse failures, token usage). Raises :class:`JudgeRequestError` on a
-    non-retryable error or when retries are exhausted; answers already received
-    stay cached.
+    ``samples``), the raw replies, why each unscored item has no score, and
+    :class:`JudgeStats` (HTTP calls, cache hits, retries, parse failures, failures
+    by reason, token usage; ``summary_line()`` for people).
+
+    ``generations``: the generated text each request judges (e.g. the summary). An
+    empty or whitespace-only one is not sent, because a paid rating of nothing says
+    nothing about the model: its score is None, its reason ``empty``, and it counts
+    in ``JudgeStats.empty_skipped`` (not a parse failure, never 0).
+
+    An item whose requests keep failing on a transient fault (429/5xx, timeout,
+    reset connection, invalid JSON) is None with that reason and logged with the
+    endpoint. Raises :class:`JudgeRequestError` on a non-retryable error (bad key,
+    unknown model) and when the first :data:`FAIL_FAST_ITEMS` items (all, in a
+    smaller batch) fail with no answer at all; answers already received stay cached.
     """
-    return run_sync(lambda: judge_scores_async(requests, scale, config, stats=stats, desc=desc))
+    return run_sync(lambda: judge_scores_async(requests, scale, config, stats=stats, desc=desc,
+                                               generations=generations))

@@ -183,12 +183,18 @@ def adapteval_judge(
     All metrics' requests go out as one batch (one concurrency budget, one cache).
     Returns ``None`` (after a once-per-process notice) when ``config`` is None.
     Otherwise a dict with, per metric name: the mean over scored items (None when
-    none was scored); and ``per_item`` (scores, None = parse failure),
-    ``parse_failures``, ``n_scored``, ``judge_mode`` (``logprobs``/``samples``/
-    ``mixed``/``none``) keyed by metric, ``usage`` (:class:`JudgeStats` as a dict:
-    tokens, HTTP calls, cache hits, retries) and ``judge`` (the configuration,
-    without the key). ``max_document_words`` truncates long sources inside the
-    prompt (default: the whole document, as AdaptEval did).
+    none was scored); and ``per_item`` (scores, None = not scored),
+    ``parse_failures``, ``empty_skipped``, ``failed`` (unscored items by reason),
+    ``n_scored``, ``judge_mode`` (``logprobs``/``samples``/``mixed``/``none``) keyed
+    by metric, ``usage`` (:class:`JudgeStats` as a dict: tokens, HTTP calls, cache
+    hits, retries, failures by reason) and ``judge`` (the configuration, without the
+    key). ``max_document_words`` truncates long sources inside the prompt (default:
+    the whole document, as AdaptEval did).
+
+    Empty summaries (empty or whitespace-only) are not sent to the judge: a paid
+    rating of nothing measures nothing. Each metric's score for them is None (NaN per
+    document in the harness), left out of the metric's mean, and counted in
+    ``empty_skipped`` (and ``usage["empty_skipped"]``), not as a parse failure.
     """
     if config is None:
         notice_judge_skipped("AdaptEval judge metrics")
@@ -202,17 +208,23 @@ def adapteval_judge(
         for doc, summ in zip(documents, summaries):
             requests.append(build_messages(metric, doc, summ, domain, max_document_words))
             scales.append(metric.scale)
-    result = judge_scores(requests, scales, config, stats=stats, desc=f"judge {domain}")
-    out: dict[str, Any] = {"per_item": {}, "parse_failures": {}, "n_scored": {}, "judge_mode": {}}
+    result = judge_scores(requests, scales, config, stats=stats, desc=f"judge {domain}",
+                          generations=[summ for _ in chosen for summ in summaries])
+    out: dict[str, Any] = {"per_item": {}, "reasons": {}, "parse_failures": {}, "empty_skipped": {},
+                           "failed": {}, "n_scored": {}, "judge_mode": {}}
     n = len(documents)
     for k, metric in enumerate(chosen):
         scores = result.scores[k * n:(k + 1) * n]
         modes = result.modes[k * n:(k + 1) * n]
+        reasons = result.reasons[k * n:(k + 1) * n]
         scored = [s for s in scores if s is not None]
         used = {m for m, s in zip(modes, scores) if s is not None and m}
         out[metric.name] = sum(scored) / len(scored) if scored else None
         out["per_item"][metric.name] = scores
-        out["parse_failures"][metric.name] = len(scores) - len(scored)
+        out["reasons"][metric.name] = reasons
+        out["parse_failures"][metric.name] = sum(r == "parse" for r in reasons)
+        out["empty_skipped"][metric.name] = sum(r == "empty" for r in reasons)
+        out["failed"][metric.name] = {r: reasons.count(r) for r in sorted({r for r in reasons if r})}
         out["n_scored"][metric.name] = len(scored)
         out["judge_mode"][metric.name] = used.pop() if len(used) == 1 else ("mixed" if used else "none")
     out["usage"] = result.stats.as_dict()

@@ -1,9 +1,18 @@
 """Domain-characteristic measures of a summarization corpus (DomainSum Table 5).
 
-Two named profiles, because the literature computes these measures differently.
-Both tokenize with :func:`custom_metrics.tokenize.word_tokenize` (lowercased,
-NLTK-``word_tokenize``-compatible, no download at run time; the DomainSum release
-uses ``nltk.word_tokenize(text.lower())``, Newsroom uses spaCy tokens lowercased).
+Two named profiles, because the literature computes these measures differently,
+each with the tokenizer its source calls (:data:`PROFILE_TOKENIZERS`; any other can
+be chosen with ``tokenizer=``, a name of :data:`custom_metrics.tokenize.TOKENIZERS`
+or a callable):
+
+* ``domainsum``: ``"nltk"`` -- ``nltk.word_tokenize(text.lower())`` as in the
+  DomainSum release (:func:`custom_metrics.tokenize.word_tokenize`, NLTK's own
+  tokenizer, English Punkt data bundled, no download at run time);
+* ``newsroom``: ``"spacy"`` -- spaCy's English tokenizer, every token kept,
+  lowercased after tokenizing, as Newsroom's ``Fragments`` and SummEval's
+  ``data_stats`` (``case=False``) do (:func:`custom_metrics.tokenize.spacy_tokenize`,
+  ``spacy.blank("en")``, no model download).
+
 ``D`` is the document's token list, ``S`` the summary's, ``G_n(X)`` the list of
 ``n``-grams of ``X`` and ``U_n(X)`` its set.
 
@@ -23,12 +32,14 @@ uses ``nltk.word_tokenize(text.lower())``, Newsroom uses spaCy tokens lowercased
   ``U_3(S)`` is empty); ``novel_1gram`` and ``novel_2gram`` are the same for n = 1, 2.
 
 ``profile="newsroom"`` -- Grusky, Naaman & Artzi (NAACL 2018), ``newsroom/analyze/
-fragments.py``, as also used by SummEval, HELM and lighteval:
+fragments.py``, as also used by SummEval (``data_stats``), HELM and lighteval:
 
 * ``coverage``: mean over pairs of ``sum(f) / |S|``; ``density``: mean over pairs of
   ``sum(f**2) / |S|``; ``compression``: mean over pairs of ``|D| / |S|`` (each 0 when
   ``|S| = 0``, as in Newsroom); ``f`` are the fragments of Newsroom's greedy matcher
-  (:func:`custom_metrics.fragments.newsroom_fragments`, its exact output);
+  (:func:`custom_metrics.fragments.newsroom_fragments`, its exact output); with the
+  default spaCy tokens these are SummEval's ``data_stats`` per-pair
+  ``coverage`` / ``density`` / ``compression``, averaged;
 * Newsroom defines no length, diversity or abstractiveness measure: those keys are
   computed exactly as in the ``domainsum`` profile.
 
@@ -61,10 +72,12 @@ from custom_metrics.fragments import (
     longest_match_fragments,
     newsroom_fragments,
 )
-from custom_metrics.tokenize import word_tokenize
+from custom_metrics.tokenize import get_tokenizer
 
 __all__ = [
     "PROFILES",
+    "PROFILE_TOKENIZERS",
+    "resolve_tokenizer",
     "MEASURES",
     "PAIR_FIELDS",
     "domain_measures",
@@ -82,6 +95,9 @@ __all__ = [
 ]
 
 PROFILES = ("domainsum", "newsroom")
+
+#: the tokenizer each profile's source calls (names of custom_metrics.tokenize.TOKENIZERS)
+PROFILE_TOKENIZERS = {"domainsum": "nltk", "newsroom": "spacy"}
 
 #: the eight characteristic measures of DomainSum Table 5, in its order
 MEASURES = (
@@ -115,9 +131,19 @@ SKIP_REASONS = ("empty_document", "empty_summary", "duplicate")
 Tokens = Sequence[Hashable]
 
 
+Tokenizer = str | Callable[[str], list[str]] | None
+
+
 def _check_profile(profile: str) -> None:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {PROFILES}")
+
+
+def resolve_tokenizer(profile: str, tokenizer: Tokenizer = None) -> Callable[[str], list[str]]:
+    """The tokenizer function: ``tokenizer`` (a name or a callable) or, when
+    ``None``, the profile's own (:data:`PROFILE_TOKENIZERS`)."""
+    _check_profile(profile)
+    return get_tokenizer(PROFILE_TOKENIZERS[profile] if tokenizer is None else tokenizer)
 
 
 # ------------------------------------------------------------ n-gram helpers
@@ -134,7 +160,7 @@ def ngram_diversity(tokens: Tokens, max_n: int = 3) -> float:
     ``U_n`` is the set and ``G_n`` the list of the text's n-grams; a term is 0 when
     the text has no n-gram of that order. Source: DomainSum release,
     ``calculate_average_diversity`` (``max_n = 3``). Tokens: as given (the measures
-    use lowercased :func:`~custom_metrics.tokenize.word_tokenize`).
+    use the profile's tokenizer, :data:`PROFILE_TOKENIZERS`).
     """
     total = 0
     for n in range(1, max_n + 1):
@@ -283,7 +309,7 @@ def pair_measures(
 
     Formulas per profile are in the module docstring (``doc_length = |D|``,
     ``compression = |D| / |S|``, ``density = sum(f**2) / |S|``, ...). Takes token
-    lists: tokenize with lowercased :func:`~custom_metrics.tokenize.word_tokenize` to
+    lists: tokenize with the profile's tokenizer (:func:`resolve_tokenizer`) to
     match :func:`domain_measures`. Degenerate pairs follow the published code (0 for
     every ratio whose denominator is 0), never raise.
     """
@@ -340,7 +366,7 @@ def measure_pairs(
     documents: Sequence[str | None],
     summaries: Sequence[str | None],
     profile: str = "domainsum",
-    tokenizer: Callable[[str], list[str]] = word_tokenize,
+    tokenizer: Tokenizer = None,
     impl: str = "fast",
     token_counts: Counter | None = None,
     count_mask: Sequence[bool] | None = None,
@@ -348,22 +374,23 @@ def measure_pairs(
     """Tokenize and measure every pair: the columns of :func:`measure_token_pairs`
     plus ``non_ascii`` (bool: document or summary has a non-ASCII character).
 
-    Tokenizer: ``tokenizer(text)``, by default lowercased
-    :func:`~custom_metrics.tokenize.word_tokenize`. ``None`` texts count as empty.
+    Tokenizer: ``tokenizer`` (a name of :data:`custom_metrics.tokenize.TOKENIZERS`
+    or a callable ``text -> tokens``), by default the profile's
+    (:data:`PROFILE_TOKENIZERS`). ``None`` texts count as empty.
     No pair is skipped here; :func:`summarize_pairs` decides. When ``token_counts``
     is given, the tokens of each pair (of each pair whose ``count_mask`` entry is
     true, if given) are added to it in the same pass, e.g. for a vocabulary.
     """
     if len(documents) != len(summaries):
         raise ValueError(f"{len(documents)} documents but {len(summaries)} summaries")
-    _check_profile(profile)
+    tokenize = resolve_tokenizer(profile, tokenizer)
     fn = _IMPLS[impl]
     rows = []
     non_ascii = np.zeros(len(documents), dtype=bool)
     for k, (d, s) in enumerate(zip(documents, summaries)):
         d, s = _as_text(d), _as_text(s)
         non_ascii[k] = not (d.isascii() and s.isascii())
-        dt, st = tokenizer(d), tokenizer(s)
+        dt, st = tokenize(d), tokenize(s)
         rows.append(fn(dt, st, profile))
         if token_counts is not None and (count_mask is None or count_mask[k]):
             token_counts.update(dt)
@@ -455,7 +482,7 @@ def domain_measures(
     *,
     skip_empty: bool = True,
     drop_duplicates: bool = False,
-    tokenizer: Callable[[str], list[str]] = word_tokenize,
+    tokenizer: Tokenizer = None,
 ) -> dict[str, float | int | str]:
     """The characteristic measures of a corpus of (document, summary) pairs.
 
@@ -464,8 +491,10 @@ def domain_measures(
     ``doc_diversity``, ``summary_diversity``, ``abstractiveness``, ``novel_1gram``,
     ``novel_2gram`` (means over used pairs), ``profile`` and the pair counts of
     :func:`summarize_pairs`. Formulas, tokenizer and sources per ``profile``
-    (``"domainsum"``: DomainSum release ``get_statistics.py``; ``"newsroom"``:
-    Grusky et al. 2018) are in the module docstring.
+    (``"domainsum"``: DomainSum release ``get_statistics.py``, NLTK tokens;
+    ``"newsroom"``: Grusky et al. 2018 / SummEval ``data_stats``, spaCy tokens) are
+    in the module docstring; ``tokenizer`` overrides the profile's (a name of
+    :data:`custom_metrics.tokenize.TOKENIZERS` or a callable).
 
     Example: ``domain_measures(["a b c d"], ["b c x"])`` gives ``compression`` 4/3
     and ``density`` 4/3 (one fragment ``b c``).

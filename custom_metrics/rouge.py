@@ -95,6 +95,11 @@ def _lcs_f(target: list[str], prediction: list[str]) -> float:
     return _fmeasure(lcs / len(prediction), lcs / len(target))
 
 
+def rouge_tokens(text: str, use_stemmer: bool = True) -> list[str]:
+    """The tokens ROUGE compares: rouge-score's tokenizer (lowercased ``[a-z0-9]+``, stemmed)."""
+    return _scorer(use_stemmer)._tokenizer.tokenize(text or "")
+
+
 def rouge_per_document(
     predictions: Sequence[str], references: Sequence[str], use_stemmer: bool = True
 ) -> list[dict[str, float]]:
@@ -103,11 +108,10 @@ def rouge_per_document(
         raise ValueError(
             f"rouge: {len(predictions)} predictions but {len(references)} references"
         )
-    tokenizer = _scorer(use_stemmer)._tokenizer
     out = []
     for pred, ref in zip(predictions, references):
-        t = tokenizer.tokenize(ref or "")
-        p = tokenizer.tokenize(pred or "")
+        t = rouge_tokens(ref, use_stemmer)
+        p = rouge_tokens(pred, use_stemmer)
         out.append({"rouge1": _ngram_f(t, p, 1), "rouge2": _ngram_f(t, p, 2), "rougeL": _lcs_f(t, p)})
     return out
 

@@ -9,8 +9,9 @@ Source: ``corpora/stopwords/english`` of the NLTK data collection
 47111d8 (February 2025, nltk/nltk issue #3358) added 19 pronoun contractions
 (:data:`NLTK_2025_ADDITIONS`) to the 179-word list that NLTK shipped before (and the
 AdaptEval release of 2024 used). Every one of those 19 contains an apostrophe, and
-:func:`custom_metrics.tokenize.word_tokenize` splits contractions (``he'd`` -> ``he``
-``'d``), so they can never match a token: both versions filter exactly the same tokens.
+NLTK's ``word_tokenize`` (:func:`custom_metrics.tokenize.word_tokenize`) splits
+contractions (``he'd`` -> ``he`` ``'d``), so they can never match a token: both
+versions filter exactly the same tokens.
 
 The order below is the file's order; only membership matters to the metrics.
 """

@@ -25,7 +25,7 @@ character *begins* that word. (The release instead picks whitespace words found 
 the vocabulary and re-runs the model on each word prefix.)
 
 This module is model-agnostic (logit tensors and character offsets in, numbers out);
-``scripts/token_shift.py`` runs the models. ``torch`` is imported lazily.
+``domsum token-shift`` (lm_eval_tasks.commands.token_shift) runs the models. ``torch`` is imported lazily.
 """
 
 from __future__ import annotations
@@ -61,6 +61,20 @@ STAT_KEYS = ("kl", "shift_rate", "marginal_rate", "unshifted_rate")
 # --------------------------------------------------------------------------- words
 
 
+#: NLTK writes a double quote as `` (opening) or '' (closing): the text may hold any of these
+_QUOTE_TOKENS = ("``", "''")
+_QUOTE_FORMS = ('"', "``", "''")
+
+
+def _find_token(text: str, tok: str, pos: int) -> tuple[int, int]:
+    """(start, end) of ``tok`` in ``text`` from ``pos``; a quote token matches any quote form."""
+    if tok not in _QUOTE_TOKENS:
+        start = text.find(tok, pos)
+        return start, start + len(tok)
+    hits = [(i, i + len(q)) for q in _QUOTE_FORMS if (i := text.find(q, pos)) >= 0]
+    return min(hits) if hits else (-1, -1)
+
+
 def word_spans(text: str) -> list[tuple[str, int, int]]:
     """``(word, start, end)`` of each DVO word token of ``text`` (lowercased word,
     character span in the original ``text``)."""
@@ -77,10 +91,9 @@ def word_spans(text: str) -> list[tuple[str, int, int]]:
     spans = []
     pos = 0
     for tok in word_tokenize(lowered, lowercase=False):
-        start = lowered.find(tok, pos)
-        if start < 0:  # cannot happen: tokens are ordered substrings
+        start, end = _find_token(lowered, tok, pos)
+        if start < 0:  # cannot happen: tokens are ordered substrings (quotes aside, handled)
             raise RuntimeError(f"token {tok!r} not found in {text!r} after position {pos}")
-        end = start + len(tok)
         pos = end
         if index is not None:
             spans.append((tok, index[start], index[end - 1] + 1))

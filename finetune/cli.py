@@ -134,7 +134,7 @@ def config_from_args(ns: argparse.Namespace) -> FinetuneConfig:
 
 def main(argv: list[str] | None = None) -> dict | None:
     """Parse, resolve, train; clear one-line errors (exit status 2) for bad input."""
-    from lm_eval_tasks.common.data import DataError
+    from lm_eval_tasks.data.loader import DataError
 
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

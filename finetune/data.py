@@ -1,7 +1,7 @@
 """Training examples from a suite task, tokenised the way the harness sees them.
 
-Records come from :func:`lm_eval_tasks.common.registry.task_examples` with
-``shots=0``: the task's own loader, filters and zero-shot prompt (document truncated
+Records come from :func:`lm_eval_tasks.benchmarks.task_examples` with ``shots=0``
+(the task looked up in :mod:`lm_eval_tasks.catalog`): the task's own loader, filters and zero-shot prompt (document truncated
 inside the prompt by the task's budget), so training and evaluation prompts cannot
 drift. Pass the same ``metadata`` to ``lm_eval --metadata`` as to ``finetune
 --metadata`` when you change a prompt budget.
@@ -35,8 +35,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_tasks.common.data import DataError, mirror_path, parse_task_name, resolve_data_dir, split_exists
-from lm_eval_tasks.common.settings import setting
+from lm_eval_tasks.catalog import TaskSpec, UnknownTask, lookup
+from lm_eval_tasks.data.loader import DataError, mirror_path, resolve_data_dir, split_exists
+from lm_eval_tasks.settings import resolve
 
 log = logging.getLogger(__name__)
 
@@ -94,23 +95,19 @@ class SplitData:
 # ---------------------------------------------------------------------- records
 
 
+def task_spec(task: str) -> TaskSpec:
+    """The catalogue's task; an unknown name is a :class:`DataError` with the catalogue's message."""
+    try:
+        return lookup(task)
+    except UnknownTask as exc:
+        raise DataError(str(exc)) from None
+
+
 def check_task(task: str, split: str, metadata: dict) -> None:
     """Clear errors for an unknown task or a missing split, before any loading."""
-    from lm_eval_tasks.common.registry import GLUE
-    import importlib
-
-    benchmark, domain = parse_task_name(task)
-    if benchmark not in GLUE:
-        raise DataError(
-            f"unknown suite task {task!r}: fine-tuning reads tasks of the benchmarks "
-            f"{', '.join(sorted(GLUE))}"
-        )
-    domains = getattr(importlib.import_module(GLUE[benchmark]), "DOMAINS", None)
-    if domains is not None and domain not in domains:
-        raise DataError(
-            f"unknown suite task {task!r}: {benchmark} has the domains {', '.join(domains)}"
-        )
-    data_dir = setting(metadata, "data_dir")
+    spec = task_spec(task)
+    benchmark, domain = spec.benchmark, spec.subset
+    data_dir = resolve(metadata, "data_dir")
     root = resolve_data_dir(data_dir)
     if not split_exists(benchmark, domain, split, data_dir):
         where = (f"expected {mirror_path(root, benchmark, domain, split)}" if root is not None else
@@ -119,20 +116,21 @@ def check_task(task: str, split: str, metadata: dict) -> None:
         raise DataError(
             f"task {task!r} has no {split!r} split ({where}); fine-tuning needs a train "
             f"split (validation is optional). Prepare a mirror with "
-            f"`python scripts/prepare_data.py --help`."
+            f"`domsum prepare-data --help`."
         )
 
 
 def has_split(task: str, split: str, metadata: dict) -> bool:
-    benchmark, domain = parse_task_name(task)
-    return split_exists(benchmark, domain, split, setting(metadata, "data_dir"))
+    """Whether the task's benchmark/subset has ``split`` (in the mirror, or a hub source)."""
+    spec = task_spec(task)
+    return split_exists(spec.benchmark, spec.subset, split, resolve(metadata, "data_dir"))
 
 
 def task_records(task: str, split: str, metadata: dict) -> list[dict]:
     """The task's records of ``split`` with its zero-shot ``prompt`` and ``summary``."""
-    from lm_eval_tasks.common.registry import task_examples
+    from lm_eval_tasks.benchmarks import task_examples
 
-    recs = task_examples(task, split=split, metadata=dict(metadata), shots=0)
+    recs = task_examples(task_spec(task), split=split, metadata=dict(metadata), shots=0)
     for r in recs:
         if "prompt" not in r or "summary" not in r:
             raise DataError(f"task {task!r}: records lack 'prompt'/'summary' (got {sorted(r)})")

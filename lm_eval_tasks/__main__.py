@@ -1,6 +1,8 @@
-"""Print the absolute include path of the suite's task folders."""
+"""Print the absolute include path of the suite's task folders (as ``domsum include-path``)."""
 
-from lm_eval_tasks import include_path
+import sys
+
+from lm_eval_tasks.commands.include_path import main
 
 if __name__ == "__main__":
-    print(include_path())
+    sys.exit(main(sys.argv[1:]))

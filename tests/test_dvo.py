@@ -171,6 +171,9 @@ def test_write_and_read_round_trip(tmp_path):
     h = voc.header
     assert h["format"] == "domsum-vocab/1" and h["size"] == 5 and h["documents"] == 3
     assert h["source"] == "hand" and h["date"] and "word_tokenize" in h["tokenizer"]
+    import nltk
+
+    assert h["tokenizer_info"]["nltk_version"] == nltk.__version__  # releases differ by version
     first = path.read_text(encoding="utf-8").splitlines()[:2]
     assert first[0].startswith("# {") and first[1] == "3\t2"
 
@@ -220,7 +223,7 @@ def test_vocabulary_path_found_and_missing(tmp_path):
     with pytest.raises(VocabularyNotFoundError) as err:
         vocabulary_path("adapteval", "pubmed", tmp_path)
     msg = str(err.value)
-    assert "scripts/build_vocab.py --benchmark adapteval --subset pubmed" in msg
+    assert "domsum build-vocab --benchmark adapteval --subsets pubmed" in msg
     assert str(tmp_path / "adapteval" / "pubmed.tsv") in msg and "DOMSUM_VOCAB_DIR" in msg
     assert isinstance(err.value, FileNotFoundError)
     target = vocabulary_path("adapteval", "pubmed", tmp_path, must_exist=False)
@@ -248,7 +251,7 @@ def _mirror(root: Path) -> dict[str, list[str]]:
 
 
 def test_build_vocab_cli_one_task(tmp_path, capsys):
-    from scripts.build_vocab import main
+    from lm_eval_tasks.commands.build_vocab import main
 
     texts = _mirror(tmp_path / "data")
     rc = main(["--task", "adapteval_pubmed_2shot", "--data-dir", str(tmp_path / "data"),
@@ -267,7 +270,7 @@ def test_build_vocab_cli_one_task(tmp_path, capsys):
 
 
 def test_build_vocab_cli_all_and_errors(tmp_path, capsys):
-    from scripts.build_vocab import main
+    from lm_eval_tasks.commands.build_vocab import main
 
     _mirror(tmp_path / "data")
     out = tmp_path / "vocab"
@@ -280,19 +283,19 @@ def test_build_vocab_cli_all_and_errors(tmp_path, capsys):
     assert main(["--benchmark", "adapteval", "--subset", "pubmed", "--split", "validation",
                  "--data-dir", str(tmp_path / "data"), "--vocab-dir", str(out), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "validation.jsonl" in err and "prepare_data.py" in err
+    assert "validation.jsonl" in err and "domsum prepare-data" in err
     with pytest.raises(SystemExit):
         main(["--subset", "pubmed"])  # --subset without --benchmark
     with pytest.raises(SystemExit):
         main([])
 
 
-def test_build_vocab_runs_as_a_file(tmp_path):
+def test_build_vocab_runs_as_a_command(tmp_path):
     _mirror(tmp_path / "data")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DOMSUM_DATA_DIR")}
     env["DOMSUM_VOCAB_DIR"] = str(tmp_path / "vocab")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_vocab.py"), "--task", "adapteval_arxiv",
+        [sys.executable, "-m", "lm_eval_tasks.cli", "build-vocab", "--task", "adapteval_arxiv",
          "--data-dir", str(tmp_path / "data"), "--size", "3"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
     )
@@ -301,7 +304,7 @@ def test_build_vocab_runs_as_a_file(tmp_path):
 
 
 def test_bench_corpus_is_exactly_counted():
-    from scripts.bench_vocab import synthetic_corpus
+    from helpers.corpus import synthetic_corpus
 
     docs = synthetic_corpus(20000, seed=1)
     assert 20000 <= sum(len(d.split()) for d in docs) < 21000

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
-from lm_eval_tasks.adapteval.utils import build_docs
+from lm_eval_tasks.benchmarks.adapteval import build_docs
 
 pytestmark = pytest.mark.slow
 DOMAINS = ("arxiv", "pubmed", "govreport")
@@ -19,7 +19,7 @@ METRICS = ("rouge1", "rouge2", "rougeL", "rouge_geo", "rouge_mean", "bertscore_p
 def vocab_dir(tmp_path_factory, fixture_data_dir):
     out = tmp_path_factory.mktemp("vocab")
     proc = subprocess.run(
-        [sys.executable, "scripts/build_vocab.py", "--benchmark", "adapteval", "--all",
+        [sys.executable, "-m", "lm_eval_tasks.cli", "build-vocab", "--benchmark", "adapteval", "--all",
          "--data-dir", str(fixture_data_dir), "--vocab-dir", str(out), "--no-progress"],
         cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -53,7 +53,8 @@ def test_zero_and_two_shot_groups(tmp_path, tiny_causal_lm, fixture_data_dir, mi
             check(res, f"adapteval_{d}{suffix}")
         assert res["configs"][f"adapteval_{d}"]["metadata"]["vocabulary_used"].endswith(f"{d}.tsv")
         # the loader's removal counts reach the results metadata (lm-eval gives the loader a copy)
-        _, removed = build_docs(d, 0, f"adapteval_{d}", json.loads(meta(fixture_data_dir, minilm_path, vocab_dir)))
+        _, facts = build_docs(d, 0, f"adapteval_{d}", json.loads(meta(fixture_data_dir, minilm_path, vocab_dir)))
+        removed = facts["filter_removed"]
         assert set(removed) >= {"extractive", "long_document"}
         assert res["configs"][f"adapteval_{d}"]["metadata"]["filter_removed"] == removed
     sample = json.loads(sample_files(tmp_path, "adapteval_govreport_2shot")[0].read_text().splitlines()[0])
@@ -69,7 +70,8 @@ def test_missing_vocabulary_fails_before_generation(tmp_path, tiny_causal_lm, fi
            "--metadata", meta(fixture_data_dir, minilm_path, tmp_path / "empty")]
     proc = subprocess.run(cmd, cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
-    assert "scripts/build_vocab.py --benchmark adapteval --subset pubmed" in proc.stderr
+    assert "domsum build-vocab --benchmark adapteval --subsets pubmed" in proc.stderr
+    assert "stopping before generation" in proc.stderr
 
 
 def test_lora_adapter_loads_with_peft(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path, vocab_dir):
@@ -100,7 +102,7 @@ def test_lora_adapter_loads_with_peft(tmp_path, tiny_causal_lm, fixture_data_dir
 
 
 def test_judged_variant_against_stub_server(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path, vocab_dir):
-    from judge_server import StubJudgeServer, Text
+    from helpers.judge_server import StubJudgeServer, Text
 
     with StubJudgeServer() as server:
         server.on("Fluency", Text("2"))
@@ -125,13 +127,13 @@ def test_judged_variant_against_stub_server(tmp_path, tiny_causal_lm, fixture_da
 
 
 def test_filters_remove_the_extractive_record(fixture_data_dir):
-    from lm_eval_tasks.adapteval.utils import build_docs, filter_records
-    from lm_eval_tasks.common.data import load_split
+    from lm_eval_tasks.benchmarks.adapteval import build_docs, filter_records
+    from lm_eval_tasks.data.loader import load_split
 
     recs = load_split("adapteval", "arxiv", "train", fixture_data_dir)
     kept, removed = filter_records(recs, "arxiv", {}, "adapteval_arxiv")
     assert removed["extractive"] == 1 and len(kept) == len(recs) - 1
-    kept, removed = filter_records(recs, "arxiv", {"filter_extractive_overlap": None}, "adapteval_arxiv")
+    kept, removed = filter_records(recs, "arxiv", {"filter_extractive_overlap": 1.1}, "adapteval_arxiv")  # > 1: off
     assert removed["extractive"] == 0
     docs, _ = build_docs("govreport", 0, "adapteval_govreport", {"data_dir": str(fixture_data_dir), "max_doc_words": 20})
     assert all(d["prompt"].endswith("\nSUMMARY:") for d in docs)
@@ -140,7 +142,7 @@ def test_filters_remove_the_extractive_record(fixture_data_dir):
 
 def test_fm_variant_against_stub_server(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path, vocab_dir):
     """adapteval_pubmed_fm: FM and its baseline from the stub judge, details written per document."""
-    from judge_server import StubJudgeServer, Text
+    from helpers.judge_server import StubJudgeServer, Text
 
     facets = {"background": "bg", "method": "m", "result": "r", "conclusion": "c"}
     with StubJudgeServer() as server:

@@ -21,7 +21,7 @@ from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
 
 from finetune import ConfigError, resolve_config, run
 from finetune.cli import main as cli_main
-from lm_eval_tasks.common.data import DataError
+from lm_eval_tasks.data.loader import DataError
 
 TASK = "domainsum_samsum"
 
@@ -116,7 +116,7 @@ def test_causal_examples_supervise_the_summary_only(tiny_causal_lm, fixture_data
     from transformers import AutoTokenizer
 
     from finetune.data import Encoder, build_split
-    from lm_eval_tasks.common.registry import task_examples
+    from lm_eval_tasks.benchmarks import task_examples
 
     tok = AutoTokenizer.from_pretrained(tiny_causal_lm)
     meta = {"data_dir": str(fixture_data_dir)}
@@ -156,7 +156,7 @@ def test_adapter_loads_in_lm_eval_and_changes_generations(tmp_path, causal_adapt
     assert [r["arguments"]["gen_args_0"]["arg_0"] for r in b] == [r["arguments"]["gen_args_0"]["arg_0"] for r in t]
     assert [r["resps"] for r in b] != [r["resps"] for r in t]
     # the evaluated prompt is exactly the zero-shot prompt training uses
-    from lm_eval_tasks.common.registry import task_examples
+    from lm_eval_tasks.benchmarks import task_examples
 
     test_prompts = [r["prompt"] for r in task_examples(TASK, "test", {"data_dir": str(fixture_data_dir)}, shots=0)]
     assert b[0]["arguments"]["gen_args_0"]["arg_0"] == test_prompts[0]
@@ -291,7 +291,7 @@ def test_bad_preset_unknown_task_and_missing_train_split_fail_clearly(tmp_path, 
     err = _cli_fails(capsys, ["--task", "nosuchbench_samsum", "--preset", "domainsum", *base])
     assert "unknown suite task 'nosuchbench_samsum'" in err
     err = _cli_fails(capsys, ["--task", "domainsum_atlantis", "--preset", "domainsum", *base])
-    assert "unknown suite task 'domainsum_atlantis'" in err and "samsum" in err
+    assert "unknown suite task 'domainsum_atlantis'" in err and "domsum tasks" in err
     # a mirror whose samsum has only a test split
     mirror = tmp_path / "mirror"
     (mirror / "domainsum" / "samsum").mkdir(parents=True)
@@ -384,7 +384,7 @@ def test_adapteval_window_drops_and_subsets(tiny_causal_lm, fixture_data_dir):
     sub2 = build_split("adapteval_pubmed", "train", meta, Encoder(tok, "causal", 4096, 512, "drop"), size=2, seed=7)
     assert len(sub1.examples) == 2 and sub1.sha256 == sub2.sha256 != full.sha256
     # "without truncation": records whose document the prompt's word budget cut are dropped
-    from lm_eval_tasks.common.registry import task_examples
+    from lm_eval_tasks.benchmarks import task_examples
 
     words = sorted(len(r["document"].split()) for r in task_examples("adapteval_pubmed", "train", meta, shots=0))
     budget = words[len(words) // 2]
@@ -449,7 +449,7 @@ def test_accelerate_launch_and_two_process_ddp(tmp_path, tiny_causal_lm, fixture
 @pytest.mark.slow
 def test_cross_domain_loop_layout(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path):
     out = tmp_path / "xdomain"
-    script = [sys.executable, "scripts/cross_domain_train.py", "--benchmark", "domainsum", "--level", "genre",
+    script = [sys.executable, "-m", "lm_eval_tasks.cli", "cross-domain-train", "--benchmark", "domainsum", "--level", "genre",
               "--base", str(tiny_causal_lm), "--method", "lora", "--preset", "domainsum",
               "--output", str(out), "--data-dir", str(fixture_data_dir), "--sources", "samsum",
               "--targets", "samsum,reddit", "--limit", "1", "--batch-size", "1",

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from judge_server import StubJudgeServer, Text
+from helpers.judge_server import StubJudgeServer, Text
 
 from custom_metrics.fm import (
     FACETS,
@@ -179,9 +179,9 @@ def test_second_run_served_from_cache(tmp_path):
 # ---------------------------------------------------------------- re-scoring CLI
 
 
-def test_score_samples_fm_and_vanilla(tmp_path, monkeypatch):
-    """scripts/score_samples.py --metrics fm,fm_vanilla on a --log_samples file."""
-    from scripts.score_samples import main
+def test_rescore_fm_and_vanilla(tmp_path, monkeypatch):
+    """domsum rescore --metrics fm,fm_vanilla on a --log_samples file."""
+    from lm_eval_tasks.commands.rescore import main
 
     rows = [(0, CAND, REF), (1, CAND_BAD, REF), (2, "", REF)]
     samples = tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.123456.jsonl"

@@ -1,4 +1,4 @@
-"""Tests of the LLM-judge core against a real local HTTP server (tests/judge_server.py).
+"""Tests of the LLM-judge core against a real local HTTP server (tests/helpers/judge_server.py).
 
 Everything runs offline on 127.0.0.1: the ``openai`` client talks HTTP to the stub,
 which scripts 429s, 500s, hangs, garbage and log-probabilities per request.
@@ -28,11 +28,11 @@ from custom_metrics.judge import (
     parse_score,
     reset_judge_notice,
     notice_judge_skipped,
-    resolve_judge_config,
     score_from_logprobs,
 )
 from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge, build_messages
-from judge_server import Hang, Logprobs, Samples, Status, StubJudgeServer, Text
+from lm_eval_tasks.settings import judge_config
+from helpers.judge_server import Hang, Logprobs, Samples, Status, StubJudgeServer, Text
 
 JUDGE_ENV = ("DOMSUM_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY",
              "DOMSUM_JUDGE_CACHE",
@@ -323,8 +323,8 @@ def test_interrupted_run_loses_no_answered_call(tmp_path):
 
 def test_no_judge_configured_gives_none_and_one_notice(caplog):
     reset_judge_notice()
-    assert resolve_judge_config(None) is None
-    assert resolve_judge_config({"judge_base_url": "http://h/v1"}) is None
+    assert judge_config(None) is None
+    assert judge_config({"judge_base_url": "http://h/v1"}) is None
     with caplog.at_level(logging.WARNING, logger="custom_metrics.judge"):
         assert notice_judge_skipped() is True
         assert notice_judge_skipped() is False
@@ -337,23 +337,23 @@ def test_resolve_metadata_first_then_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("DOMSUM_JUDGE_MODEL", "env-model")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://env-host/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    c = resolve_judge_config({})
+    c = judge_config({})
     assert (c.model, c.base_url, c.api_key) == ("env-model", "http://env-host/v1", "sk-env")
-    c = resolve_judge_config({"judge_model": "meta-model", "judge_base_url": "http://meta/v1/",
-                              "judge_concurrency": "16", "judge_cache": str(tmp_path / "j.sqlite"),
-                              "judge_logprobs": False})
+    c = judge_config({"judge_model": "meta-model", "judge_base_url": "http://meta/v1/",
+                      "judge_concurrency": "16", "judge_cache": str(tmp_path / "j.sqlite"),
+                      "judge_logprobs": False})
     assert (c.model, c.endpoint, c.max_concurrency) == ("meta-model", "http://meta/v1", 16)
     assert c.cache_path == str(tmp_path / "j.sqlite") and c.logprobs == "off"
     assert "sk-env" not in repr(c) and "api_key" not in c.describe()
-    assert resolve_judge_config({"judge_model": "m", "judge_cache": "off"}).cache_path is None
+    assert judge_config({"judge_model": "m", "judge_cache": "off"}).cache_path is None
     monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "judge-only-key")
-    assert resolve_judge_config({}).api_key == "judge-only-key"
+    assert judge_config({}).api_key == "judge-only-key"
     monkeypatch.setenv("DOMSUM_JUDGE_CACHE", str(tmp_path / "env.sqlite"))
-    assert resolve_judge_config({}).cache_path == str(tmp_path / "env.sqlite")
+    assert judge_config({}).cache_path == str(tmp_path / "env.sqlite")
     with pytest.raises(JudgeConfigError, match="judge_concurrency"):
-        resolve_judge_config({"judge_model": "m", "judge_concurrency": "many"})
+        judge_config({"judge_model": "m", "judge_concurrency": "many"})
     with pytest.raises(JudgeConfigError, match="max_concurrency"):
-        resolve_judge_config({"judge_model": "m", "judge_concurrency": 0})
+        judge_config({"judge_model": "m", "judge_concurrency": 0})
 
 
 def test_openai_endpoint_without_key_is_a_clear_error():
@@ -428,8 +428,8 @@ def _write_samples(path: Path) -> list[dict]:
     return rows
 
 
-def test_score_samples_cli(server, tmp_path):
-    from scripts.score_samples import main
+def test_rescore_cli(server, tmp_path):
+    from lm_eval_tasks.commands.rescore import main
 
     samples = tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.123456.jsonl"
     rows = _write_samples(samples)
@@ -468,8 +468,8 @@ def test_score_samples_cli(server, tmp_path):
     assert server.received == served
 
 
-def test_score_samples_dvo_and_skipped_judge(tmp_path, caplog):
-    from scripts.score_samples import main
+def test_rescore_dvo_and_skipped_judge(tmp_path, caplog):
+    from lm_eval_tasks.commands.rescore import main
 
     samples = tmp_path / "samples_adapteval_arxiv_2024-06-01T10-20-30.jsonl"
     _write_samples(samples)
@@ -486,12 +486,13 @@ def test_score_samples_dvo_and_skipped_judge(tmp_path, caplog):
     assert summary["metrics"]["dvo"] == pytest.approx(sum(s["dvo"] for s in scores) / 3)
 
 
-def test_score_samples_clear_errors(tmp_path, capsys):
-    from scripts.score_samples import main
+def test_rescore_clear_errors(tmp_path, capsys):
+    from lm_eval_tasks.commands.rescore import main
 
     samples = tmp_path / "samples_x_2024-06-01T10-20-30.jsonl"
     _write_samples(samples)
-    assert main([str(samples), "--metrics", "rouge,meteor"]) == 2
-    assert "unknown metric 'meteor'" in capsys.readouterr().err
+    assert main([str(samples), "--metrics", "rouge,bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown metric 'bogus'" in err and "ccs_length" in err and "medqsum" in err
     assert main([str(samples), "--metrics", "dvo", "--vocabulary", str(tmp_path / "none.txt")]) == 2
     assert "vocabulary file" in capsys.readouterr().err

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_tasks.common import data
-from lm_eval_tasks.common.data import DataError, load_split, parse_task_name, seeded_sample
+from lm_eval_tasks.data import loader as data
+from lm_eval_tasks.data.loader import DataError, load_split, seeded_sample
 
 
 def write(path: Path, lines: list[str]) -> Path:
@@ -58,17 +58,17 @@ def test_missing_split_gives_expected_path_and_command(tmp_path):
         load_split("domainsum", "cnn", "test", tmp_path, task="domainsum_cnn")
     msg = str(e.value)
     assert str(tmp_path / "domainsum" / "cnn" / "test.jsonl") in msg
-    assert "train.jsonl" in msg and "scripts/prepare_data.py" in msg
+    assert "train.jsonl" in msg and "domsum prepare-data" in msg
 
 
 def test_missing_subset(tmp_path):
-    with pytest.raises(DataError, match="does not exist.*prepare_data.py"):
+    with pytest.raises(DataError, match="does not exist.*domsum prepare-data"):
         load_split("domainsum", "wapo", "test", tmp_path)
 
 
 def test_no_hub_source_for_style_level(monkeypatch):
     monkeypatch.delenv("DOMSUM_DATA_DIR", raising=False)
-    with pytest.raises(DataError, match="has no hub source.*prepare_data.py"):
+    with pytest.raises(DataError, match="has no hub source.*domsum prepare-data"):
         load_split("domainsum", "nytimes", "test")
 
 
@@ -87,11 +87,13 @@ def test_hub_registry_covers_genre_level():
         assert src.sample == {"test": 500, "validation": 500, "train": 10000}
 
 
-def test_parse_task_name():
-    assert parse_task_name("domainsum_cnndm_2shot") == ("domainsum", "cnndm")
-    assert parse_task_name("adapteval_pubmed_judged") == ("adapteval", "pubmed")
-    with pytest.raises(DataError):
-        parse_task_name("nonsense")
+def test_task_names_resolve_through_the_catalogue():
+    from lm_eval_tasks.catalog import UnknownTask, lookup
+
+    assert (lookup("domainsum_cnndm_2shot").benchmark, lookup("domainsum_cnndm_2shot").subset) == ("domainsum", "cnndm")
+    assert lookup("adapteval_pubmed_judged").subset == "pubmed"
+    with pytest.raises(UnknownTask, match="unknown suite task 'nonsense'"):
+        lookup("nonsense")
 
 
 def test_hub_path_is_used_and_offline_failure_is_clear(monkeypatch):
@@ -100,4 +102,4 @@ def test_hub_path_is_used_and_offline_failure_is_clear(monkeypatch):
     with pytest.raises(DataError) as e:
         load_split("domainsum", "cnndm", "test", task="domainsum_cnndm", hub_path="someone/cnn-copy")
     msg = str(e.value)
-    assert "someone/cnn-copy" in msg and "prepare_data.py" in msg and "DOMSUM_DATA_DIR" in msg
+    assert "someone/cnn-copy" in msg and "domsum prepare-data" in msg and "DOMSUM_DATA_DIR" in msg

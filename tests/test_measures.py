@@ -252,7 +252,7 @@ def test_corpus_fast_equals_reference(pairs):
 
 
 def test_realistic_pairs_fast_equals_reference():
-    from scripts.bench_measures import synthetic_pairs
+    from custom_metrics.analysis.synthetic import synthetic_pairs
     from custom_metrics.tokenize import word_tokenize
 
     docs, sums = synthetic_pairs(12, 600, 60, seed=7)
@@ -337,7 +337,9 @@ def test_token_counts_in_the_same_pass():
 
 
 def test_bench_measures_quick(tmp_path, capsys):
-    from scripts import bench_measures
+    from helpers.scripts import load_script
+
+    bench_measures = load_script("bench_measures")
 
     out = tmp_path / "bench.json"
     assert bench_measures.main(["--quick", "--json", str(out)]) == 0

@@ -352,7 +352,7 @@ def test_battery_hub_id_unavailable_offline(monkeypatch):
 
 
 def test_patient_question_strips_doctor_reply():
-    from lm_eval_tasks.medqsum.utils import patient_question
+    from lm_eval_tasks.benchmarks.medqsum import patient_question
 
     src = "Patient: I get cramps in my forearm when I bend it. Could a pinched nerve cause this? Doctor: Hi there. It may be an entrapment."
     assert patient_question(src) == "I get cramps in my forearm when I bend it. Could a pinched nerve cause this?"
@@ -361,19 +361,20 @@ def test_patient_question_strips_doctor_reply():
 
 
 def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
-    from lm_eval_tasks.common.registry import task_examples
-    from lm_eval_tasks.medqsum.utils import INSTRUCTION, build_docs
+    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.benchmarks.medqsum import INSTRUCTION, build_docs
 
     meta = {"data_dir": str(fixture_data_dir)}
-    zero = build_docs("hcm", 0, "medqsum_hcm", dict(meta))
+    zero, _ = build_docs("hcm", 0, "medqsum_hcm", dict(meta))
     assert len(zero) == 8
     assert zero[0]["prompt"] == f"{INSTRUCTION}\nQuestion: {zero[0]['document']}\nSummary:"
-    two = build_docs("hcm", 2, "medqsum_hcm_2shot", dict(meta))
+    two, facts = build_docs("hcm", 2, "medqsum_hcm_2shot", dict(meta))
+    assert facts == {"fewshot_seed_used": 1234}
     assert two[0]["prompt"].count("\nSummary:") == 3 and two[0]["prompt"].endswith("\nSummary:")
     assert two[0]["prompt"].count("Question:") == 3 and len(two[0]["demo_ids"]) == 2
-    assert [d["demo_ids"] for d in two] == [d["demo_ids"] for d in build_docs("hcm", 2, "x", dict(meta))]
+    assert [d["demo_ids"] for d in two] == [d["demo_ids"] for d in build_docs("hcm", 2, "x", dict(meta))[0]]
     assert all(i.startswith("hcm-train-") for d in two for i in d["demo_ids"])
-    short = build_docs("hcm", 0, "medqsum_hcm", {**meta, "max_doc_words": 5})
+    short, _ = build_docs("hcm", 0, "medqsum_hcm", {**meta, "max_doc_words": 5})
     assert short[0]["prompt"].endswith("Question: Hi doctor, for the past\nSummary:")
     ex = task_examples("medqsum_hcm_2shot", metadata=meta)
     assert ex[0]["prompt"] == two[0]["prompt"]
@@ -383,8 +384,8 @@ def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
 def test_hub_source_strips_doctor_reply(monkeypatch):
     import datasets
 
-    from lm_eval_tasks.common.data import HUB_SOURCES
-    from lm_eval_tasks.medqsum.utils import load_records
+    from lm_eval_tasks.data.loader import HUB_SOURCES
+    from lm_eval_tasks.benchmarks.medqsum import load_records
 
     src = HUB_SOURCES[("medqsum", "hcm")]
     assert (src.path, src.name, src.document, src.summary) == ("lighteval/med_dialog", "healthcaremagic", "src", "tgt")
@@ -407,10 +408,13 @@ def test_hub_source_strips_doctor_reply(monkeypatch):
 
 
 def test_task_settings_from_metadata_then_env(monkeypatch):
-    from lm_eval_tasks.medqsum.utils import battery_config
+    from custom_metrics import registry
+    from lm_eval_tasks import settings
 
     monkeypatch.setenv("DOMSUM_PPL_MODEL", "/env/gpt2")
     monkeypatch.setenv("DOMSUM_MAUVE_MODEL", "/env/gpt2-large")
-    cfg = battery_config({"mauve_model": "/meta/lm", "medqsum_metrics": "bleu, mauve", "metric_batch_size": 4})
+    meta = {"mauve_model": "/meta/lm", "medqsum_metrics": "bleu, mauve", "metric_batch_size": 4}
+    ctx = registry.Context(settings=settings.resolve_many(meta, registry.get("medqsum").settings))
+    cfg = registry.battery_config(ctx)
     assert cfg["ppl_model"] == "/env/gpt2" and cfg["mauve_model"] == "/meta/lm"
     assert cfg["metrics"] == ["bleu", "mauve"] and cfg["batch_size"] == 4

@@ -1,4 +1,4 @@
-"""scripts/meta_eval.py on hand-made files in the FD (ScholarSum) and long formats."""
+"""domsum meta-eval (custom_metrics.analysis.meta_eval) on hand-made files in the FD (ScholarSum) and long formats."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from judge_server import StubJudgeServer, Text
+from helpers.judge_server import StubJudgeServer, Text
 from scipy import stats as sps
 
-from scripts import meta_eval
+from custom_metrics.analysis import meta_eval
+from lm_eval_tasks.commands import meta_eval as meta_eval_command
 
 # Five papers, three systems. Human totals make the system ranking known:
 # good > mid > bad; "mid" is missing from paper 4 (a system present in some rows only);
@@ -161,7 +162,7 @@ def test_long_csv_cli_with_kappa_and_png(tmp_path, capsys):
     p = tmp_path / "long.csv"
     pd.DataFrame(rows).to_csv(p, index=False)
     out = tmp_path / "out"
-    rc = meta_eval.main([str(p), "--out", str(out), "--human", "rating", "--bootstrap", "50",
+    rc = meta_eval_command.main([str(p), "--out", str(out), "--human", "rating", "--bootstrap", "50",
                          "--kappa", "ann1,ann2", "--compute", "rouge", "--metrics", "metric_x,our_rougeL"])
     assert rc == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -253,7 +254,7 @@ def test_ratings_correlations_match_scipy_per_annotator_and_consensus():
 
 def test_ratings_cli_outputs_kappa_and_system_table(tmp_path, capsys):
     out = tmp_path / "o"
-    rc = meta_eval.main([str(FIX / "medqsum_scores.csv"), "--ratings", str(FIX / "medqsum_ratings.csv"),
+    rc = meta_eval_command.main([str(FIX / "medqsum_scores.csv"), "--ratings", str(FIX / "medqsum_ratings.csv"),
                          "--out", str(out), "--bootstrap", "50"])
     assert rc == 0
     kap = pd.read_csv(out / "kappa.csv").set_index("aspect")
@@ -318,3 +319,13 @@ def test_compute_sentence_level_battery_metrics(tmp_path, tiny_causal_lm):
     assert got["value"] == pytest.approx(sps.spearmanr(expected_bleu, human)[0])
     assert s["compute"]["meteor_matching"] in ("exact+stem", "exact+stem+wordnet")
     assert s["rankings"].loc["copy", "human_rank"] == 1
+
+
+def test_compute_with_a_missing_model_stops_naming_the_metric(tmp_path):
+    """A battery metric whose model cannot be had stops meta-eval, instead of a NaN column."""
+    df = pd.DataFrame({"doc_id": ["q1", "q2"], "system": ["a", "b"], "reference": ["x y", "z w"],
+                       "summary": ["x y", "z"]})
+    with pytest.raises(SystemExit, match=r"--compute perplexity cannot run: .*no_such_model"):
+        meta_eval.compute_metrics(df, ["rouge", "perplexity"], ppl_model=str(tmp_path / "no_such_model"))
+    with pytest.raises(SystemExit, match="unknown --compute metric 'bogus'"):
+        meta_eval.compute_metrics(df, ["rouge", "bogus"])

@@ -61,8 +61,12 @@ def test_wheel_carries_every_task_file(wheel):
     assert any(s.endswith("ccsbench/utils.py") for s in source)  # the glob found the glue
     missing = sorted(source - names)
     assert not missing, f"wheel lacks {missing}"
-    for pkg in ("custom_metrics/__init__.py", "scripts/prepare_data.py", "finetune/__init__.py"):
+    for pkg in ("custom_metrics/__init__.py", "custom_metrics/analysis/__init__.py", "lm_eval_tasks/cli.py",
+                "lm_eval_tasks/commands/prepare_data.py", "finetune/__init__.py"):
         assert pkg in names
+    assert not [n for n in names if n.startswith(("scripts/", "tests/"))], "the wheel ships no scripts or tests"
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "domsum = lm_eval_tasks.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 @pytest.mark.slow

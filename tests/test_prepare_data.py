@@ -3,8 +3,8 @@
 import json
 
 
-from lm_eval_tasks.common.data import load_split
-from scripts.prepare_data import DEFAULT_TOPIC_ORDER, main, release_target
+from lm_eval_tasks.data.loader import load_split
+from lm_eval_tasks.commands.prepare_data import DEFAULT_TOPIC_ORDER, main, release_target
 
 
 def test_release_names():
@@ -16,12 +16,23 @@ def test_release_names():
     assert release_target("README.md", t) is None
 
 
-def test_convert_release_folder(tmp_path, capsys):
-    rel = tmp_path / "release"
-    rel.mkdir()
+STYLE_FILES = ("cnn", "fox", "nydaily", "nytimes", "washington")
+
+
+def _release(rel, names=STYLE_FILES, skip=()):
+    """A complete style level of the release (test/valid/train/pool20 per domain), less ``skip``."""
+    rel.mkdir(exist_ok=True)
     recs = [{"document": f"doc {i}", "summary": f"sum {i}"} for i in range(3)]
-    (rel / "fox_test_sampled_500.json").write_text(json.dumps(recs))
-    (rel / "fox_train_sampled_20.json").write_text(json.dumps(recs[:2]))
+    for d in names:
+        for name, rows in ((f"{d}_test_sampled_500.json", recs), (f"{d}_valid_sampled_500.json", recs),
+                           (f"{d}_train_sampled_10000.json", recs), (f"{d}_train_sampled_20.json", recs[:2])):
+            if name not in skip:
+                (rel / name).write_text(json.dumps(rows))
+    return rel
+
+
+def test_convert_release_folder(tmp_path, capsys):
+    rel = _release(tmp_path / "release")
     out = tmp_path / "mirror"
     assert main(["--release", str(rel), "--out", str(out)]) == 0
     assert [r["summary"] for r in load_split("domainsum", "fox", "test", out)] == ["sum 0", "sum 1", "sum 2"]
@@ -40,3 +51,24 @@ def test_bad_release_item_is_named(tmp_path, capsys):
 def test_hub_refuses_style_level(tmp_path, capsys):
     assert main(["--hub", "--benchmark", "domainsum", "--level", "style", "--out", str(tmp_path)]) == 2
     assert "release" in capsys.readouterr().err
+
+
+def test_missing_release_file_fails_naming_it(tmp_path, capsys):
+    rel = _release(tmp_path / "release", skip=("nytimes_valid_sampled_500.json",))
+    assert main(["--release", str(rel), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "incomplete" in err and "style/nytimes: nytimes_valid_sampled_*.json" in err
+    assert "mirror ready" not in err
+
+
+def test_misnamed_and_truncated_release_files_are_named(tmp_path, capsys):
+    rel = _release(tmp_path / "release")
+    (rel / "fox_test_sample_500.json").write_text("[]")
+    assert main(["--release", str(rel), "--out", str(tmp_path / "m")]) == 2
+    assert "fox_test_sample_500.json" in capsys.readouterr().err
+    (rel / "fox_test_sample_500.json").unlink()
+    (rel / "cnn_test_sampled_500.json").write_text('[{"document": "a", "summ')
+    assert main(["--release", str(rel), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "cnn_test_sampled_500.json: not valid JSON" in err and "truncated" in err
+

@@ -2,8 +2,8 @@
 
 import pytest
 
-from lm_eval_tasks.common.prompts import truncate, truncate_tokens, truncate_words
-from lm_eval_tasks.domainsum import utils as ds
+from lm_eval_tasks.benchmarks.prompting import truncate, truncate_tokens, truncate_words
+from lm_eval_tasks.benchmarks import domainsum as ds
 
 PAPER_ZERO_SHOT = "You are an expert at summarization. Summarize the following text: \n\nDOC\n\nSUMMARY:"
 PAPER_TWO_SHOT = (
@@ -64,12 +64,15 @@ def test_demos_are_seeded_per_document():
 
 
 def test_build_docs_two_shot_uses_pool(fixture_data_dir):
-    docs = ds.build_docs("samsum", 2, "domainsum_samsum_2shot", {"data_dir": str(fixture_data_dir)})
+    docs, facts = ds.build_docs("samsum", 2, "domainsum_samsum_2shot", {"data_dir": str(fixture_data_dir)})
+    assert facts == {"fewshot_seed_used": 1234, "demo_pool": "train_pool20"}
     assert all(len(d["demo_ids"]) == 2 for d in docs)
     assert all(i.startswith("domainsum/samsum/train_pool20/") for d in docs for i in d["demo_ids"])
     assert all(d["prompt"].endswith("\n\nSummary:") for d in docs)
 
 
 def test_unknown_domain_is_clear_error(fixture_data_dir):
-    with pytest.raises(ValueError, match="unknown DomainSum domain 'mars'"):
-        ds.build_docs("mars", 0, "domainsum_mars", {"data_dir": str(fixture_data_dir)})
+    from lm_eval_tasks.benchmarks import load_task
+
+    with pytest.raises(KeyError, match="unknown suite task 'domainsum_mars'"):
+        load_task("domainsum_mars", metadata={"data_dir": str(fixture_data_dir)})

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from scripts import correlate, cross_domain, report
-from scripts.harness_results import load_results
+from lm_eval_tasks.commands import correlate, cross_domain, report
+from lm_eval_tasks.commands.results import load_results
 
 TS = "2024-05-01T10-00-00.000001"
 GENRE = ("cnndm", "pubmed", "reddit", "samsum", "wikihow")

@@ -22,7 +22,7 @@ from custom_metrics.token_shift import (
     summarize_shift,
     word_spans,
 )
-from scripts.token_shift import (
+from lm_eval_tasks.commands.token_shift import (
     ModelSpec,
     Runner,
     SamplesError,
@@ -92,7 +92,7 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_dir(work) -> Path:
-    from scripts.tiny_models import build_causal_lm
+    from lm_eval_tasks.commands.tiny_models import build_causal_lm
 
     corpus = work / "corpus" / "x" / "y"
     corpus.mkdir(parents=True)
@@ -368,7 +368,7 @@ def test_prompt_vs_prompt(base_dir, samples_2shot, samples_0shot):
 
 
 def test_different_tokenizers_are_an_error(work, base_dir, samples_2shot):
-    from scripts.tiny_models import train_tokenizer
+    from lm_eval_tasks.commands.tiny_models import train_tokenizer
 
     other = work / "other_tok"
     shutil.copytree(base_dir, other)
@@ -402,9 +402,17 @@ def test_cli_outputs_and_vocab_resolution(work, base_dir, noisy_dir, samples_2sh
     with pytest.raises(SystemExit):
         main(["--samples", str(samples_2shot), "--base", str(base_dir),
               "--vocab-dir", str(work / "nowhere"), "--device", "cpu"])
-    assert "scripts/build_vocab.py" in capsys.readouterr().err
+    assert "domsum build-vocab" in capsys.readouterr().err
     # argument errors
     with pytest.raises(SystemExit):
         main(["--samples", str(samples_2shot), "--mode", "prompt", "--model", str(base_dir), "--no-vocab"])
     with pytest.raises(SystemExit):
         main(["--samples", str(samples_2shot), "--no-vocab"])
+
+
+def test_word_spans_map_nltk_quote_tokens_back_to_the_text():
+    text = 'He said "stop now" and ``left\'\' today.'
+    spans = word_spans(text)
+    assert [t for t, _, _ in spans][:3] == ["he", "said", "``"]
+    assert [text[a:b] for _, a, b in spans] == ["He", "said", '"', "stop", "now", '"', "and", "``", "left", "''",
+                                                "today", "."]

@@ -1,0 +1,7 @@
+"""Analysis code that needs no task catalogue: meta-evaluation statistics, plots, synthetic pairs.
+
+Why apart from the ``domsum`` commands: these are pure functions of tables and texts,
+reusable from a notebook; the commands in :mod:`lm_eval_tasks.commands` pass in the
+domain and level lists they take from the catalogue. Nothing here imports
+``lm_eval_tasks``.
+"""

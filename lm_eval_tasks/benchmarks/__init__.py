@@ -1,0 +1,93 @@
+"""Per-paper records and prompts, looked up through the task catalogue.
+
+Why here and not in the task classes: fine-tuning, token-shift analysis and re-scoring
+must use *exactly* the prompt the harness task uses, without importing the harness.
+Every benchmark module exposes ``build_docs(subset, shots, task, metadata, split)``
+returning ``(records, load facts)``, and may expose ``stop_sequences(task, metadata)``
+and ``family_options(task, family, metadata)``; the functions below are the entry points.
+Nothing in this package imports ``lm_eval``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from lm_eval_tasks.benchmarks.budget import Window, fit
+from lm_eval_tasks.catalog import TaskSpec, lookup
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Loaded:
+    """A task's records of one split and what loading them found (for the results)."""
+
+    spec: TaskSpec
+    split: str
+    docs: list[dict]
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None = None,
+              shots: int | None = None, window: Window | None = None, built: Loaded | None = None) -> Loaded:
+    """Records of ``split`` for ``task`` with the task's ``prompt`` and ``summary``.
+
+    ``shots=0`` gives the zero-shot prompt of the same benchmark and subset (what
+    fine-tuning trains on); None keeps the task's own. ``window`` (the evaluated
+    model's, :func:`~lm_eval_tasks.benchmarks.budget.model_window`) fits every prompt
+    into its context by cutting documents, never the instruction; ``built`` (an earlier
+    result for the same task and metadata) is measured instead of built again.
+    """
+    spec = task if isinstance(task, TaskSpec) else lookup(task)
+    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
+    n = spec.shots if shots is None else shots
+
+    def build(meta: dict) -> tuple[list[dict], dict]:
+        return module.build_docs(spec.subset, n, spec.name, dict(meta), split=split)
+
+    docs, report = fit(spec.name, build, dict(metadata or {}), window,
+                       built=(built.docs, built.report) if built is not None else None)
+    kept, empty = drop_empty(docs)
+    if empty:
+        log.warning("%s: %d %s record(s) with an empty document or reference summary left out: %s",
+                    spec.name, len(empty), split, ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else ""))
+        report = {**report, "skipped_empty": {"split": split, "count": len(empty), "ids": empty}}
+    return Loaded(spec, split, kept, report)
+
+
+def drop_empty(docs: list[dict]) -> tuple[list[dict], list[str]]:
+    """Records with a non-blank ``document`` and ``summary``, and the ids of the others.
+
+    Why: an empty source or reference makes every metric meaningless for that record
+    (ROUGE 0, BERTScore 0), and averaging it in silently lowers the task's score.
+    """
+    kept, empty = [], []
+    for d in docs:
+        if str(d.get("document") or "").strip() and str(d.get("summary") or "").strip():
+            kept.append(d)
+        else:
+            empty.append(str(d.get("id", "")))
+    return kept, empty
+
+
+def task_examples(task: str | TaskSpec, split: str = "test", metadata: dict | None = None,
+                  shots: int | None = None) -> list[dict]:
+    """The records of :func:`load_task` alone."""
+    return load_task(task, split, metadata, shots).docs
+
+
+def stop_sequences(spec: TaskSpec, metadata: dict | None = None) -> tuple[str, ...] | None:
+    """Stop strings a benchmark's prompt settings impose instead of the catalogue's (None: keep)."""
+    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
+    override = getattr(module, "stop_sequences", None)
+    return override(spec.name, dict(metadata or {})) if override else None
+
+
+def family_options(spec: TaskSpec, family: str, metadata: dict | None = None) -> dict[str, Any]:
+    """``Context.options`` a benchmark gives a metric family (e.g. CCSBench's focus-judge prompt)."""
+    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
+    provide = getattr(module, "family_options", None)
+    return provide(spec.name, family, dict(metadata or {})) if provide else {}

@@ -1,0 +1,105 @@
+"""Biomedical question summarization (HealthCareMagic): data, prompts, metric battery.
+
+Paper: Yuan et al., "Revisiting Automatic Question Summarization Evaluation in the
+Biomedical Domain". A patient's question from HealthCareMagic (MedDialog) is
+summarized into one short, formal question. Source = the patient's question only:
+the raw data (hub ``lighteval/med_dialog``, config ``healthcaremagic``, column
+``src``) holds ``Patient: ... Doctor: ...``; the doctor's reply is removed by
+:func:`patient_question`. Target = ``tgt`` (the question summary).
+
+Every metric of :mod:`custom_metrics.battery` is computed once per task, batched,
+in the aggregation step (:class:`MedQSumTask`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from typing import Any
+
+from lm_eval_tasks.data.loader import DataError, load_split
+from lm_eval_tasks.benchmarks.prompting import truncate
+from lm_eval_tasks.settings import resolve
+
+log = logging.getLogger(__name__)
+
+INSTRUCTION = ("Summarize the patient's question below into one short, formal question "
+               "that a doctor could answer.")
+TURN = "Question: {question}\nSummary:"
+DEFAULT_SEED = 1234
+DEFAULT_QUESTION_WORDS = 400   # zero-shot; HealthCareMagic questions are rarely longer
+DEFAULT_DEMO_WORDS = 200       # per demonstration question (few-shot)
+
+_PATIENT_RE = re.compile(r"^\s*patient\s*:\s*", re.IGNORECASE)
+_DOCTOR_RE = re.compile(r"(?:^|\s)Doctor\s*:")
+
+
+def patient_question(src: str) -> str:
+    """The patient's turn of a ``Patient: ... Doctor: ...`` dialogue (labels removed).
+
+    Text without a ``Doctor:`` turn is returned whole (the mirror already holds
+    questions only), minus a leading ``Patient:`` label.
+    """
+    text = src or ""
+    m = _DOCTOR_RE.search(text)
+    if m is not None:
+        text = text[: m.start()]
+    return _PATIENT_RE.sub("", text).strip()
+
+
+def zero_shot_prompt(question: str, **budget: Any) -> str:
+    """``{INSTRUCTION}\\nQuestion: {question}\\nSummary:`` with the question truncated."""
+    return f"{INSTRUCTION}\n" + TURN.format(question=truncate(question, **budget))
+
+
+def few_shot_prompt(question: str, demos: list[dict], budget: dict, demo_budget: dict) -> str:
+    """The instruction, solved examples in the same format (blank line between), the query."""
+    parts = [TURN.format(question=truncate(d["document"], **demo_budget)) + " " + d["summary"].strip()
+             for d in demos]
+    parts.append(TURN.format(question=truncate(question, **budget)))
+    return f"{INSTRUCTION}\n" + "\n\n".join(parts)
+
+
+def load_records(subset: str, split: str, task: str, metadata: dict) -> list[dict]:
+    """Records with ``document`` = the patient's question only and ``summary``."""
+    recs = load_split("medqsum", subset, split, resolve(metadata, "data_dir"), task,
+                      hub_path=resolve(metadata, "hub_path"))
+    out = []
+    for r in recs:
+        q = patient_question(r["document"])
+        s = (r["summary"] or "").strip()
+        if q and s:
+            out.append({**r, "document": q, "summary": s})
+    if len(out) < len(recs):
+        log.info("%s: %d of %d %s records had an empty question or summary and were left out",
+                 task, len(recs) - len(out), len(recs), split)
+    return out
+
+
+def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+    """Records of ``split`` with the task's ``prompt`` (zero- or few-shot)."""
+    docs = load_records(subset, split, task, metadata)
+    n = resolve(metadata, "sample_test")
+    if n is not None and n < len(docs):
+        rng = random.Random(resolve(metadata, "sample_seed", 42))
+        docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
+    tok = resolve(metadata, "prompt_tokenizer")
+    budget = {"max_words": resolve(metadata, "max_doc_words", DEFAULT_QUESTION_WORDS),
+              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok,
+              "cap_tokens": resolve(metadata, "doc_token_cap")}
+    if shots == 0:
+        for d in docs:
+            d["prompt"] = zero_shot_prompt(d["document"], **budget)
+        return docs, {}
+    demo_budget = {"max_words": resolve(metadata, "max_demo_words", DEFAULT_DEMO_WORDS),
+                   "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
+    pool = load_records(subset, "train", task, metadata)
+    if len(pool) < shots:
+        raise DataError(f"task {task!r}: {len(pool)} usable train records; {shots} demonstrations needed")
+    seed = resolve(metadata, "fewshot_seed", DEFAULT_SEED)
+    for d in docs:
+        demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots)
+        d["prompt"] = few_shot_prompt(d["document"], demos, budget, demo_budget)
+        d["demo_ids"] = [x["id"] for x in demos]
+    return docs, {"fewshot_seed_used": seed}

@@ -1,0 +1,79 @@
+"""The ``domsum`` subcommands, one module each, every one with ``main(argv) -> int``.
+
+Why a package of the library and not loose scripts: the commands need the task
+catalogue and the settings resolver, and an installed wheel must run them from any
+directory (``domsum <command>``, see :mod:`lm_eval_tasks.cli`). Nothing here imports
+``lm_eval``; commands that run the harness start ``python -m lm_eval`` as a process.
+
+The helpers below are what several commands share: the task-name lookup (never
+parsed from the name: the catalogue says what a name means), ``--metadata`` parsing,
+and the folder to put on ``PYTHONPATH`` for harness subprocesses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lm_eval_tasks.catalog import UnknownTask, lookup
+
+#: the folder holding the ``lm_eval_tasks`` package (the checkout, or site-packages)
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
+
+
+def task_target(task: str) -> tuple[str, str]:
+    """(benchmark, subset) of a suite task; an unknown name raises :class:`UnknownTask`."""
+    spec = lookup(task)
+    return spec.benchmark, spec.subset
+
+
+def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
+    """``--metadata`` JSON as a dict; invalid JSON is a one-line error naming the command."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"{command}: --metadata is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SystemExit(f"{command}: --metadata must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, Any]:
+    """Metadata with the command's explicit flags on top (a flag left unset changes nothing),
+    so :func:`lm_eval_tasks.settings.resolve` sees flag > metadata > environment > default."""
+    return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN/inf as None and numpy scalars as Python numbers: strict JSON.
+
+    Why: a metric that does not apply to a document is NaN, which ``json.dumps``
+    writes as the non-standard ``NaN`` that other JSON readers reject.
+    """
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "item") and type(obj).__module__ == "numpy":
+        return json_safe(obj.item())
+    return obj
+
+
+def subprocess_env() -> dict[str, str]:
+    """This process's environment with the package importable in child processes."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+__all__ = ["PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env", "task_target",
+           "with_flags"]

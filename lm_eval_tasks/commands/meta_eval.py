@@ -1,0 +1,59 @@
+"""``domsum meta-eval``: correlate summary metrics with human judgments.
+
+The statistics live in :mod:`custom_metrics.analysis.meta_eval` (no catalogue needed);
+this command parses the flags and resolves the settings the computed metrics use
+(judge, BERTScore encoder, perplexity and BLANC models) through
+:mod:`lm_eval_tasks.settings`, so ``--metadata`` and the ``DOMSUM_*`` variables mean
+here what they mean in a harness run.
+
+    domsum meta-eval data/pubmed.json --out out/meta --compute rouge,bertscore
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from custom_metrics.analysis.meta_eval import COMPUTABLE, run
+from lm_eval_tasks.commands import parse_metadata, with_flags
+from lm_eval_tasks.settings import judge_config, resolve
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="domsum meta-eval", description=__doc__.split("\n\n")[0])
+    ap.add_argument("input", help="FD/ScholarSum JSONL, or a long CSV/JSONL table")
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--format", choices=("auto", "fd", "long"), default="auto")
+    ap.add_argument("--human", default="human", help="human score column of a long table")
+    ap.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all numeric)")
+    ap.add_argument("--compute", default="",
+                    help="comma-separated per-summary metrics to add: " + ",".join(COMPUTABLE))
+    ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = no CI)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
+    ap.add_argument("--ratings", default=None,
+                    help="per-annotator human ratings (CSV/JSONL: doc_id, system, annotator, aspect, rating): "
+                         "correlations per aspect, annotator and consensus, kappa, per-system means")
+    ap.add_argument("--fm-variant", choices=("zero", "few"), default=None,
+                    help="FM prompts (default: metadata fm_variant, else zero)")
+    ap.add_argument("--metadata", default="{}", help="JSON: judge_model, judge_base_url, bertscore_model, ...")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    compute = [c.strip() for c in args.compute.split(",") if c.strip()]
+    meta = with_flags(parse_metadata(args.metadata, "meta-eval"), fm_variant=args.fm_variant)
+    judge = judge_config(meta) if "fm" in compute else None
+    kappa = [c.strip() for c in args.kappa.split(",")] if args.kappa else None
+    if kappa is not None and len(kappa) != 2:
+        ap.error("--kappa takes exactly two columns A,B")
+    summary = run(args.input, args.out, fmt=args.format, human=args.human,
+                  metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
+                  compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
+                  bertscore_model=resolve(meta, "bertscore_model"),
+                  bertscore_layers=resolve(meta, "bertscore_layers"),
+                  fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
+                  ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"))
+    print(summary["markdown"])
+    return 0

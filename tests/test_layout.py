@@ -1,0 +1,198 @@
+"""The project's layout rules, the ``domsum`` command, and every tool over every catalogue task.
+
+Why: the harness adapter is the one place that may import ``lm_eval``, the metric
+library must stay usable without the task suite, and the wheel ships no scripts or
+tests; a task name means what the catalogue says in every tool that takes one.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_DATA, ROOT, subprocess_env
+from lm_eval_tasks import catalog
+
+PACKAGES = ("custom_metrics", "lm_eval_tasks", "finetune")
+TASKS = list(catalog.all_tasks())
+
+
+# ------------------------------------------------------------------ import rules
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports (absolute names; relative ones resolved in the package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _package_files() -> dict[str, set[str]]:
+    return {p.relative_to(ROOT).as_posix(): _imports(p)
+            for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def _hits(imports: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in imports if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_only_the_harness_adapter_imports_lm_eval():
+    allowed = {"lm_eval_tasks/harness.py"} | {f"lm_eval_tasks/{b}/utils.py" for b in catalog.BENCHMARKS}
+    offenders = {f: _hits(i, ("lm_eval",)) for f, i in _package_files().items() if f not in allowed}
+    assert not {f: h for f, h in offenders.items() if h}
+    for bench in catalog.BENCHMARKS:  # the task folders' glue is one import line
+        code = [ln for ln in (ROOT / "lm_eval_tasks" / bench / "utils.py").read_text().splitlines()
+                if ln.strip() and not ln.startswith(('"""', "#"))]
+        assert code == ["from lm_eval_tasks.harness import SuiteTask  # noqa: F401"], bench
+
+
+def test_metric_library_imports_no_suite_code():
+    offenders = {f: _hits(i, ("lm_eval_tasks", "finetune", "tests", "helpers"))
+                 for f, i in _package_files().items() if f.startswith("custom_metrics/")}
+    assert not {f: h for f, h in offenders.items() if h}
+
+
+def test_packages_import_no_tests_and_no_cli():
+    offenders = {f: _hits(i, ("tests", "helpers", "conftest", "lm_eval_tasks.cli", "scripts"))
+                 for f, i in _package_files().items()}
+    assert not {f: h for f, h in offenders.items() if h}
+
+
+# ------------------------------------------------------------------ packaging
+
+
+def test_setup_cfg_ships_no_scripts_and_one_command():
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    include = cfg["options.packages.find"]["include"].split()
+    assert not [p for p in include if p.split(".")[0] in ("scripts", "tests")]
+    scripts = [ln.strip() for ln in cfg["options.entry_points"]["console_scripts"].splitlines() if ln.strip()]
+    assert scripts == ["domsum = lm_eval_tasks.cli:main"]
+    assert not (ROOT / "scripts" / "__init__.py").exists()
+    assert sorted(p.name for p in (ROOT / "scripts").glob("*.py")) == sorted(
+        p.name for p in (ROOT / "scripts").glob("bench_*.py")), "scripts/ holds benchmarks only"
+
+
+# ------------------------------------------------------------------ every tool, every task
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_name_lookups_agree_with_the_catalogue(task):
+    from finetune.data import task_spec
+    from lm_eval_tasks.commands import task_target
+    from lm_eval_tasks.commands.rescore import target_of
+    from lm_eval_tasks.commands.results import task_facts
+
+    spec = catalog.lookup(task)
+    # build-vocab (--task), token-shift (--task / samples name) and rescore share task_target
+    assert task_target(task) == (spec.benchmark, spec.subset)
+    assert target_of(task) == (spec.benchmark, spec.subset, None)
+    assert task_facts(task) == (spec.benchmark, spec.subset, spec.level or spec.benchmark, spec.shots)
+    assert task_spec(task) is spec
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_finetune_reads_every_task_from_the_fixture_mirror(task):
+    from finetune.data import check_task, has_split, task_records
+
+    spec = catalog.lookup(task)
+    meta = {"data_dir": str(FIXTURE_DATA)}
+    assert (FIXTURE_DATA / spec.benchmark / spec.subset / "train.jsonl").is_file()
+    check_task(task, "train", meta)
+    assert has_split(task, "validation", meta)
+    recs = task_records(task, "train", meta)
+    assert recs and all(r["prompt"] and r["summary"] for r in recs)
+    # a few-shot task trains on the zero-shot prompt of its benchmark, subset and variant
+    zero = catalog.select(spec.benchmark, shots=0, variant=spec.variant, subsets=(spec.subset,))[0]
+    assert [r["prompt"] for r in recs] == [r["prompt"] for r in task_records(zero.name, "train", meta)]
+
+
+def test_build_vocab_takes_every_task(tmp_path, capsys):
+    from lm_eval_tasks.commands.build_vocab import main
+
+    data = tmp_path / "data"
+    for bench, subset in {(s.benchmark, s.subset) for s in catalog.all_tasks().values()}:
+        (data / bench / subset).mkdir(parents=True)
+        (data / bench / subset / "train.jsonl").write_text(f'{{"document": "{subset} words", "summary": "s"}}\n')
+    args = [a for t in TASKS for a in ("--task", t)]
+    assert main([*args, "--data-dir", str(data), "--vocab-dir", str(tmp_path / "vocab"), "--no-progress"]) == 0
+    built = {p.relative_to(tmp_path / "vocab").as_posix() for p in (tmp_path / "vocab").rglob("*.tsv")}
+    assert built == {f"{s.benchmark}/{s.subset}.tsv" for s in catalog.all_tasks().values()}
+    capsys.readouterr()
+
+
+def test_unknown_names_are_clear_errors(tmp_path, capsys):
+    from finetune.data import check_task
+    from lm_eval_tasks.commands import task_target
+    from lm_eval_tasks.commands.build_vocab import main as build_vocab
+    from lm_eval_tasks.commands.rescore import target_of
+    from lm_eval_tasks.data.loader import DataError
+
+    with pytest.raises(catalog.UnknownTask, match=r"unknown suite task 'adapteval_arxv'.*adapteval_arxiv"):
+        task_target("adapteval_arxv")
+    with pytest.raises(catalog.UnknownTask, match="is a group of the suite"):
+        task_target("domainsum_genre")
+    with pytest.raises(DataError, match="unknown suite task 'domainsum_mars'.*domsum tasks"):
+        check_task("domainsum_mars", "train", {"data_dir": str(FIXTURE_DATA)})
+    benchmark, domain, why = target_of("cnn_dailymail")
+    assert (benchmark, domain) == (None, None) and "unknown suite task 'cnn_dailymail'" in why
+    with pytest.raises(SystemExit) as exc:
+        build_vocab(["--task", "adapteval_arxv", "--vocab-dir", str(tmp_path)])
+    assert exc.value.code == 2 and "did you mean adapteval_arxiv" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the domsum command
+
+
+def _domsum(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("domsum")
+    assert exe.is_file(), "the domsum console script is missing: pip install -e ."
+    return subprocess.run([str(exe), *args], cwd=cwd, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_domsum_help_lists_every_subcommand(tmp_path):
+    from lm_eval_tasks.cli import COMMANDS
+
+    proc = _domsum("--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in COMMANDS:
+        assert f"\n    {name}" in proc.stdout, name
+    sub = _domsum("rescore", "--help", cwd=tmp_path)
+    assert sub.returncode == 0 and "usage: domsum rescore" in sub.stdout
+
+
+def test_domsum_tasks_lists_the_catalogue(tmp_path):
+    proc = _domsum("tasks", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for spec in catalog.all_tasks().values():
+        row = next(ln.split() for ln in lines if ln.split()[:1] == [spec.name])
+        assert row[1:6] == [spec.benchmark, spec.subset, spec.level or "-", str(spec.shots), spec.variant or "-"]
+        assert row[6] == ",".join(spec.families)
+    for group in catalog.all_groups():
+        assert any(ln.split()[:1] == [group] for ln in lines), group
+
+
+def test_include_path_matches_python_m(tmp_path):
+    cmd = _domsum("include-path", cwd=tmp_path)
+    mod = subprocess.run([sys.executable, "-m", "lm_eval_tasks"], cwd=tmp_path, env=subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert cmd.returncode == mod.returncode == 0, cmd.stderr + mod.stderr
+    assert cmd.stdout == mod.stdout and Path(cmd.stdout.strip()) == ROOT / "lm_eval_tasks"
