@@ -8,7 +8,7 @@ question summaries; the battery computes all of them once per corpus:
 |---|---|---|---|---|
 | ``bleu`` | mean smoothed sentence BLEU | :mod:`custom_metrics.bleu` | 0-100 | mean |
 | ``sacrebleu`` (+ signature) | corpus BLEU | :mod:`custom_metrics.bleu` | 0-100 | corpus |
-| ``rouge1/2/L``, ``rouge_mean`` | ROUGE F1, stemmed; mean of the three | :mod:`custom_metrics.rouge` | 0-1 | mean |
+| ``rouge1/2/L``, ``rouge_mean`` | ROUGE F1 (stemmed unless ``rouge_stemming`` is false); mean of the three | :mod:`custom_metrics.rouge` | 0-1 | mean |
 | ``rouge_geo`` | geometric mean of the corpus ROUGE-1/2/L means | :mod:`custom_metrics.rouge` | 0-1 | corpus |
 | ``meteor`` (+ matching stages) | METEOR | :mod:`custom_metrics.meteor` | 0-1 | mean |
 | ``chrf`` (+ signature) | corpus chrF | :mod:`custom_metrics.bleu` | 0-100 | corpus |
@@ -39,6 +39,7 @@ direct call report the same numbers.
 ``bertscore_layers``, ``sci_bertscore_model``, ``sci_bertscore_layers``,
 ``blanc_model``, ``ppl_model``, ``mauve_model`` (hub ids or local directories),
 ``batch_size``, ``blanc_tune_epochs``, ``use_wordnet`` (None = when installed),
+``rouge_stemming`` (None = medqsum's convention, stemming; see :mod:`custom_metrics.rouge`),
 ``metrics`` (a subset of :data:`FAMILIES` to run).
 
 A metric whose model or data is missing is *skipped*: its per-document values are
@@ -123,6 +124,17 @@ def resolved_models(config: dict | None) -> dict[str, str]:
     return out
 
 
+def rouge_stemming(config: dict | None) -> tuple[bool, str]:
+    """(stemming, its source) of the battery's ROUGE: ``config["rouge_stemming"]`` (with
+    ``config["rouge_stemming_source"]`` when the caller resolved it), else the release
+    convention of medqsum (:data:`custom_metrics.rouge.RELEASE_STEMMING`: stemming)."""
+    from custom_metrics.rouge import stemming_for
+
+    cfg = config or {}
+    stem, source = stemming_for("medqsum", cfg.get("rouge_stemming"))
+    return stem, str(cfg.get("rouge_stemming_source") or source)
+
+
 def _int(cfg: dict, key: str) -> int | None:
     v = cfg.get(key)
     return None if v in (None, "") else int(v)
@@ -176,7 +188,9 @@ def _runners(preds: list[str], refs: list[str], srcs: list[str], cfg: dict,
     def rouge() -> dict[str, list]:
         from custom_metrics.rouge import ROUGE_TYPES, rouge_per_document
 
-        per = rouge_per_document(preds, refs)
+        stem, source = rouge_stemming(cfg)
+        details["rouge_stemming"], details["rouge_stemming_source"] = stem, source
+        per = rouge_per_document(preds, refs, use_stemmer=stem)
         out: dict[str, list] = {k: [d[k] for d in per] for k in ROUGE_TYPES}
         out["rouge_geo"] = [[d[k] for k in ROUGE_TYPES] for d in per]
         out["rouge_mean"] = [sum(d[k] for k in ROUGE_TYPES) / 3 for d in per]

@@ -162,12 +162,22 @@ def _model_error(family: str, model: str, key: str, env: str, exc: BaseException
 # =========================================================================== ROUGE
 
 
+def _rouge_stemming(ctx: Context) -> tuple[bool, str]:
+    """(stemming, its source): the ``rouge_stemming`` setting, else the release convention of
+    ``ctx.benchmark`` (:data:`custom_metrics.rouge.RELEASE_STEMMING`), else stemming."""
+    from custom_metrics.rouge import stemming_for
+
+    return stemming_for(ctx.benchmark, ctx.settings.get("rouge_stemming"))
+
+
 def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     from custom_metrics.rouge import rouge_per_document, rouge_tokens
 
-    per = rouge_per_document(batch.predictions, batch.references, use_stemmer=True)
+    stem, _ = _rouge_stemming(ctx)
+    ctx.record.update(_rouge_describe(ctx))
+    per = rouge_per_document(batch.predictions, batch.references, use_stemmer=stem)
     # rouge-score keeps only [a-z0-9] tokens: a reference in another script scores 0 for any summary
-    blank = sum(not rouge_tokens(r) for r in batch.references if (r or "").strip())
+    blank = sum(not rouge_tokens(r, stem) for r in batch.references if (r or "").strip())
     ctx.record["rouge_references_without_tokens"] = {"count": blank,
                                                      "share": blank / len(batch) if len(batch) else 0.0}
     if blank:
@@ -187,7 +197,10 @@ def _rouge_geo(items: Sequence[Sequence[float]], ctx: Context) -> float:
 
 
 def _rouge_describe(ctx: Context) -> dict[str, Any]:
-    return {"rouge_tokenizer": "rouge-score default tokenizer ([a-z0-9]+, lowercased)", "rouge_stemming": True}
+    stem, source = _rouge_stemming(ctx)
+    return {"rouge_tokenizer": "rouge-score default tokenizer ([a-z0-9]+, lowercased)",
+            "rouge_stemming": stem, "rouge_stemming_source": source,
+            "rouge_aggregation": "plain mean of per-document F1 (not rouge-score's bootstrap mid)"}
 
 
 ROUGE = Family(
@@ -197,12 +210,14 @@ ROUGE = Family(
         Key("rouge2", description="ROUGE-2 F1"),
         Key("rougeL", description="ROUGE-L F1 (summary-level LCS, no sentence split)"),
         Key("rouge_geo", aggregation="corpus", corpus=_rouge_geo,
-            description="geometric mean of the corpus ROUGE-1/2/L means (DomainSum's headline)"),
-        Key("rouge_mean", description="arithmetic mean of ROUGE-1/2/L"),
+            description="geometric mean of the corpus ROUGE-1/2/L means (the papers' stated \"ROUGE\")"),
+        Key("rouge_mean", description="arithmetic mean of ROUGE-1/2/L (the DomainSum release's rougeSUM)"),
     ),
     score=_rouge_score,
-    description="ROUGE F1 with Porter stemming; fractions in [0, 1].",
+    description="ROUGE F1; Porter stemming per the benchmark's release (setting rouge_stemming); "
+                "fractions in [0, 1].",
     source="custom_metrics.rouge (identical to rouge-score's RougeScorer)",
+    settings=("rouge_stemming",),
     describe=_rouge_describe,
 )
 
@@ -369,19 +384,34 @@ def _judge_describe(ctx: Context) -> dict[str, Any]:
 JUDGE_METRICS = ("domain_adaptation", "coherence", "fluency")
 
 
+def _judge_prompt_variant(ctx: Context) -> str:
+    from custom_metrics.judge_prompts import check_prompt_variant
+
+    return check_prompt_variant(ctx.settings.get("judge_prompt_variant"))
+
+
+def _adapteval_judge_describe(ctx: Context) -> dict[str, Any]:
+    return {**_judge_describe(ctx), "judge_prompt_variant_used": _judge_prompt_variant(ctx)}
+
+
 def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     """The three AdaptEval judge ratings per document.
 
     ``ctx.options``: ``judge_metrics`` (a subset of :data:`JUDGE_METRICS`) sends only
     those requests, since each one is a paid call; the others are NaN and do not count
     as parse failures. ``max_document_words`` truncates long sources in the prompt.
+    Setting ``judge_prompt_variant``: the prompt texts (``paper``, the default, or
+    ``release``/``suite``; see :mod:`custom_metrics.judge_prompts`), recorded as
+    ``judge_prompt_variant_used``.
     """
     from custom_metrics.judge_prompts import adapteval_judge
 
     wanted = [m for m in JUDGE_METRICS if m in (ctx.options.get("judge_metrics") or JUDGE_METRICS)]
+    variant = _judge_prompt_variant(ctx)
+    ctx.record["judge_prompt_variant_used"] = variant
     res = adapteval_judge(batch.documents, batch.predictions, ctx.subset, ctx.judge, wanted,
                           max_document_words=ctx.options.get("max_document_words"),
-                          stats=ctx.options.get("judge_stats"))
+                          stats=ctx.options.get("judge_stats"), prompt_variant=variant)
     ctx.record["judge_mode"] = res["judge_mode"]
     ctx.record["judge_usage"] = res["usage"]
     ctx.record["judge_failed"] = res["failed"]  # unscored items by reason: parse, empty, timeout, http_<n>, ...
@@ -401,10 +431,11 @@ JUDGE = Family(
               description="judge replies with no valid rating after one retry (left out of the means)")),
     score=_adapteval_judge_score,
     description="AdaptEval's LLM judge; probability-weighted ratings, unparsable replies counted, never 0.",
-    source="custom_metrics.judge_prompts (AdaptEval gpt4-eval.py, G-Eval prompts)",
+    source="custom_metrics.judge_prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
     needs=("judge",),
+    settings=("judge_prompt_variant",),
     check=_judge_check,
-    describe=_judge_describe,
+    describe=_adapteval_judge_describe,
 )
 
 
@@ -616,13 +647,22 @@ CCS_FOCUS = Family(
 
 
 def battery_config(ctx: Context) -> dict[str, Any]:
-    """The battery's config dict from the resolved settings (its own key names)."""
+    """The battery's config dict from the resolved settings (its own key names).
+
+    ``rouge_stemming`` is resolved here as for the ROUGE family (the setting, else the
+    release convention of ``ctx.benchmark``, else medqsum's) and passed with its source
+    (``rouge_stemming_source``), which the battery records.
+    """
+    from custom_metrics.rouge import stemming_for
+
     cfg = {k: v for k, v in ctx.settings.items() if v not in (None, "")}
     if "metric_batch_size" in cfg:
         cfg["batch_size"] = cfg.pop("metric_batch_size")
     metrics = cfg.pop("medqsum_metrics", None)
     if metrics:
         cfg["metrics"] = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else list(metrics)
+    cfg["rouge_stemming"], cfg["rouge_stemming_source"] = stemming_for(
+        ctx.benchmark or "medqsum", ctx.settings.get("rouge_stemming"))
     return cfg
 
 
@@ -655,7 +695,9 @@ def _battery_keys() -> tuple[Key, ...]:
 def _battery_describe(ctx: Context) -> dict[str, Any]:
     from custom_metrics.battery import resolved_models
 
-    return {"medqsum_models_used": resolved_models(battery_config(ctx)), "meteor_tokenizer": _tokenizer_info()}
+    cfg = battery_config(ctx)
+    return {"medqsum_models_used": resolved_models(cfg), "meteor_tokenizer": _tokenizer_info(),
+            "rouge_stemming": cfg["rouge_stemming"], "rouge_stemming_source": cfg["rouge_stemming_source"]}
 
 
 def _medqsum() -> Family:
@@ -670,7 +712,7 @@ def _medqsum() -> Family:
         needs=("model",),
         settings=("bertscore_model", "bertscore_layers", "sci_bertscore_model", "sci_bertscore_layers",
                   "blanc_model", "blanc_tune_epochs", "ppl_model", "mauve_model", "metric_batch_size",
-                  "medqsum_metrics"),
+                  "medqsum_metrics", "rouge_stemming"),
         describe=_battery_describe,
     )
 

@@ -35,9 +35,10 @@ MEDQSUM_SUBSETS = ("hcm",)
 BENCHMARKS = ("domainsum", "adapteval", "ccsbench", "medqsum")
 
 #: task ``metadata.version`` per benchmark: bumped when its prompt or a metric changes
-#: (2.0: per-document scores with standard errors; CCSBench 3.0: Appendix C prompts,
-#: C.3 focus judge, CMUdict syllables)
-VERSIONS = {"domainsum": 2.0, "adapteval": 2.0, "ccsbench": 3.0, "medqsum": 2.0}
+#: (2.0: per-document scores with standard errors, NLTK's own tokenizer; DomainSum 3.0:
+#: ROUGE without stemming as its release; AdaptEval 3.0: Table 7/8 prompts by default;
+#: CCSBench 3.0: Appendix C prompts, C.3 focus judge, CMUdict syllables)
+VERSIONS = {"domainsum": 3.0, "adapteval": 3.0, "ccsbench": 3.0, "medqsum": 2.0}
 
 #: benchmarks whose records carry a ``system`` text (the paper's system prompt): the
 #: harness sends it as a system message under a chat template, prepends it otherwise

@@ -12,7 +12,9 @@ the harness instead of around it:
   one batched call per metric family (one encoder pass, one concurrent judge batch;
   :mod:`custom_metrics.registry`) and each document is handed its numbers. Keys
   aggregated by ``mean``/``nanmean`` therefore get the harness's standard errors and
-  ``--log_samples`` shows each document's scores; corpus keys (corpus BLEU, MAUVE,
+  ``--log_samples`` shows each document's scores (a ``nanmean`` key is absent from a
+  document it does not apply to: under ``accelerate``, a rank whose every value is NaN
+  reports NaN for it); corpus keys (corpus BLEU, MAUVE,
   Pearson r, F1) stay corpus aggregations. Under ``accelerate launch`` each rank
   scores its own shard.
 * **Never lose generations.** Before any generation (:meth:`build_all_requests`) every
@@ -38,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 import datasets
-from lm_eval.api.metrics import mean, nanmean
+from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
@@ -60,6 +62,10 @@ def clean_prediction(text: Any) -> str:
     if isinstance(text, (list, tuple)):
         text = text[0] if text else ""
     return "" if text is None else str(text).strip()
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _total(values: list) -> float:
@@ -96,6 +102,9 @@ class SuiteTask(ConfigurableTask):
         self._families = self._requested_families()
         self._ctx = {name: self._context(name) for name in self._families}
         self._scores: dict[tuple[str, str], dict[str, Any]] | None = None
+        #: nanmean keys with at least one finite value in this shard: their NaN documents are
+        #: left out (a key NaN everywhere stays NaN everywhere, so it is still reported)
+        self._sparse: set[str] = set()
         self._failures: dict[str, str] = {}
         self._described: dict[str, Any] = {}
         self._checked = False
@@ -317,6 +326,10 @@ class SuiteTask(ConfigurableTask):
                 log.warning("task %s: %s: %s", self.spec.name, name, stats.summary_line())
                 ctx.record["judge_summary"] = stats.summary_line()
         assert self._scores is not None
+        for name in self._families:
+            for k in registry.get(name).keys:
+                if k.aggregation == "nanmean" and any(_finite(v) for v in per_key[k.name]):
+                    self._sparse.add(k.name)
         for i, key in enumerate(keys):
             self._scores[key] = {k: per_key[k][i] for k in per_key}
 
@@ -329,7 +342,10 @@ class SuiteTask(ConfigurableTask):
         key = (str(doc.get("id", "")), clean_prediction(results[0] if results else ""))
         if key not in self._scores:  # a document outside this rank's instances: score it alone
             self._score_items({key: doc})
-        return dict(self._scores[key])
+        # a "nanmean" key is left out where it does not apply to the document (NaN), so the
+        # harness averages the documents it does apply to with `mean` and its closed-form
+        # standard error, instead of bootstrapping nanmean 100,000 times per metric
+        return {k: v for k, v in self._scores[key].items() if not (k in self._sparse and not _finite(v))}
 
     def aggregation(self) -> dict[str, Callable[[list], float]]:
         if self._bypass:
@@ -341,7 +357,7 @@ class SuiteTask(ConfigurableTask):
                 if k.aggregation == "mean":
                     out[k.name] = mean
                 elif k.aggregation == "nanmean":
-                    out[k.name] = nanmean
+                    out[k.name] = mean  # NaN documents are left out in process_results
                 elif k.aggregation == "sum":
                     out[k.name] = _total
                 else:

@@ -104,6 +104,9 @@ def _rows() -> list[Setting]:
         S("filter_min_summary_words", None, int, 5, "AdaptEval filter: shortest summary kept.", "data"),
         S("ccs_prompt_file", "DOMSUM_CCS_PROMPT_FILE", str, None,
           "CCSBench: JSON file replacing the built-in prompt texts.", "data"),
+        S("adapteval_prompt_variant", "DOMSUM_ADAPTEVAL_PROMPT_VARIANT", str, "paper",
+          "AdaptEval generation prompt: `paper` (Table 7) or `release` (`prompt_0` of the released "
+          "prediction files).", "data"),
         # encoders and models
         S("bertscore_model", "DOMSUM_BERTSCORE_MODEL", str, None,
           "BERTScore encoder (hub id or local dir); unset = bert-score's English default (roberta-large).",
@@ -111,6 +114,9 @@ def _rows() -> list[Setting]:
         S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", int, None,
           "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers"),
         S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", int, 64, "BERTScore batch size.", "scorers"),
+        S("rouge_stemming", "DOMSUM_ROUGE_STEMMING", _bool, None,
+          "ROUGE Porter stemming; unset = the benchmark release's convention (DomainSum off; AdaptEval, "
+          "CCSBench, medqsum on).", "scorers"),
         S("vocab_dir", "DOMSUM_VOCAB_DIR", str, DEFAULT_VOCAB_DIR,
           "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers"),
         S("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
@@ -141,6 +147,9 @@ def _rows() -> list[Setting]:
           "judge"),
         S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", float, judge["timeout_s"].default, "Seconds per judge request.", "judge"),
         S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge"),
+        S("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, "paper",
+          "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "
+          "(`gpt4-eval.py`) or `geval` (G-Eval layout for all three, score only).", "judge"),
         S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
           "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True),
         # run behaviour

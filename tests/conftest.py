@@ -53,7 +53,9 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
     """A tiny GPT-2 with a BPE tokenizer trained on the fixtures (saved dir)."""
     from lm_eval_tasks.commands.tiny_models import build_causal_lm
 
-    return build_causal_lm(tmp_path_factory.mktemp("tiny_clm"), [FIXTURE_DATA])
+    # 4,096 positions: its fixture-trained BPE spends about three tokens a word, and CCSBench's
+    # three-shot Appendix C prompt must fit whole (prompts are fitted to the model's context)
+    return build_causal_lm(tmp_path_factory.mktemp("tiny_clm"), [FIXTURE_DATA], n_positions=4096)
 
 
 @pytest.fixture(scope="session")

@@ -183,7 +183,9 @@ def test_task_class_loads_in_download_and_reports_what_it_found(fixture_data_dir
     record = task.run_record()
     assert record["skipped_rows"] == {"test": 0, "train": 0}
     assert record["fewshot_seed_used"] == 1234 and record["suite_task"]["shots"] == 3
-    assert task.aggregation()["length_mad"].__name__ == "nanmean"
+    from lm_eval.api.metrics import mean
+
+    assert task.aggregation()["length_mad"] is mean  # closed-form stderr; NaN documents left out
     assert task.higher_is_better()["length_mad"] is False
 
 
@@ -318,3 +320,23 @@ def test_bertscore_counts_inputs_cut_at_the_encoder_limit(minilm_path, caplog):
     registry.get("bertscore").score(batch, ctx)
     assert ctx.record["bertscore_truncated_inputs"] == 1
     assert "1 input text(s) reached the encoder's limit" in caplog.text
+
+
+def test_nanmean_keys_leave_out_documents_they_do_not_apply_to(fixture_data_dir):
+    from lm_eval.api.instance import Instance
+
+    task = _task("ccsbench_readability", data_dir=str(fixture_data_dir))
+    docs = list(task.test_docs())
+    insts = []
+    for i, d in enumerate(docs):
+        inst = Instance("generate_until", d, (d["prompt"], {}), idx=0, metadata=("ccsbench_readability", i, 1))
+        inst.filtered_resps = {"none": d["summary"]}
+        insts.append(inst)
+    task._instances = insts
+    out = [task.process_results(d, [d["summary"]]) for d in docs]
+    levels = [d["readability"] for d in docs]
+    assert {"normal", "high"} <= set(levels)
+    for level, row in zip(levels, out):
+        assert ("fkgl_normal" in row) == (level == "normal") and ("fkgl_high" in row) == (level == "high")
+        assert "delta_fkgl" in row and "rouge1" in row
+

@@ -59,7 +59,7 @@ def test_zero_and_two_shot_groups(tmp_path, tiny_causal_lm, fixture_data_dir, mi
         assert res["configs"][f"adapteval_{d}"]["metadata"]["filter_removed"] == removed
     sample = json.loads(sample_files(tmp_path, "adapteval_govreport_2shot")[0].read_text().splitlines()[0])
     prompt = sample["arguments"]["gen_args_0"]["arg_0"]
-    assert prompt.startswith("You are an expert at summarization. Proceed to summarize the following text. TEXT: ")
+    assert prompt.startswith("You are an expert at summarization. Proceed to summarize the following text.\nTEXT: ")  # Table 7
     assert prompt.count("\nSUMMARY:") == 3 and prompt.endswith("\nSUMMARY:")
     assert "\n\n" not in sample["arguments"]["gen_args_0"]["arg_1"]["until"]
 

@@ -69,11 +69,12 @@ def test_reported_means_are_means_of_logged_per_document_scores(tmp_path, tiny_c
         assert row["rouge_geo_stderr,none"] == "N/A"
         meta_out = res["configs"][task]["metadata"]
         assert meta_out["bertscore_layers_used"] == 6 and meta_out["bertscore_model_used"] == minilm_path
-        assert meta_out["rouge_stemming"] is True and "lm-eval" in meta_out["library_versions"]
+        assert meta_out["rouge_stemming"] is False and meta_out["rouge_stemming_source"] == "release convention of domainsum"
+        assert "lm-eval" in meta_out["library_versions"]
         assert meta_out["settings_used"]["bertscore_layers"] == {"value": 6, "from": "metadata"}
         assert "scorer_failures" not in meta_out
-        budget = meta_out["prompt_budget"]  # the tiny model's 2,048 positions hold every fixture prompt
-        assert (budget["context"], budget["generation"], budget["doc_token_cap"]) == (2048, 24, None)
+        budget = meta_out["prompt_budget"]  # the tiny model's 4,096 positions hold every fixture prompt
+        assert (budget["context"], budget["generation"], budget["doc_token_cap"]) == (4096, 24, None)
         assert budget["overflowing_before_fit"] == 0 and budget["tokenizer"] == str(tiny_causal_lm)
         gen = meta_out["generation"]
         assert gen["generations"] == 3 and gen["max_gen_toks"] == 24

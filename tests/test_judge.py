@@ -365,15 +365,15 @@ def test_openai_endpoint_without_key_is_a_clear_error():
 
 
 def test_adapteval_prompts_follow_their_sources():
-    msgs = build_messages(ADAPTEVAL_METRICS["domain_adaptation"], "DOC TEXT", "SUMMARY TEXT", "pubmed")
+    msgs = build_messages(ADAPTEVAL_METRICS["domain_adaptation"], "DOC TEXT", "SUMMARY TEXT", "pubmed", variant="suite")
     system, user = msgs[0]["content"], msgs[1]["content"]
     assert "biomedical research article (PubMed)" in system
     assert "employs domain-specific terminology" in system and "Evaluation Steps" in system
     assert "DOC TEXT" in user and user.endswith("- Domain Adaptation (1-5):")
-    flu = build_messages(ADAPTEVAL_METRICS["fluency"], "DOC TEXT", "SUMMARY TEXT", "arxiv")
+    flu = build_messages(ADAPTEVAL_METRICS["fluency"], "DOC TEXT", "SUMMARY TEXT", "arxiv", variant="suite")
     assert "DOC TEXT" not in flu[1]["content"]  # G-Eval's fluency judge sees the summary only
     assert "- 3: Good." in flu[0]["content"] and flu[1]["content"].endswith("- Fluency (1-3):")
-    coh = build_messages(ADAPTEVAL_METRICS["coherence"], "DOC TEXT", "S", "govreport")
+    coh = build_messages(ADAPTEVAL_METRICS["coherence"], "DOC TEXT", "S", "govreport", variant="suite")
     assert "DUC quality question of structure and coherence" in coh[0]["content"]
 
 
@@ -384,7 +384,7 @@ def test_adapteval_judge_end_to_end(server, tmp_path):
     server.on("Fluency (1-3):", Text("3"))
     docs = ["Randomised trial of drug A in 200 patients.", "Cohort study of statin use."]
     summs = ["summary-one: drug A reduced mortality.", "summary-two: statins were studied."]
-    out = adapteval_judge(docs, summs, "pubmed", cfg(server, tmp_path / "a.sqlite"))
+    out = adapteval_judge(docs, summs, "pubmed", cfg(server, tmp_path / "a.sqlite"), prompt_variant="suite")
     assert out["per_item"]["domain_adaptation"] == [4.5, 4.5]
     # rules match in order: only the fluency request of summary-two hits "no idea"
     assert out["domain_adaptation"] == 4.5 and out["coherence"] == 4.0

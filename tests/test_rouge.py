@@ -1,4 +1,4 @@
-"""ROUGE on hand-computed cases (rouge-score is the reference implementation we call)."""
+"""ROUGE on hand-computed cases, with and without stemming (rouge-score is the reference we call)."""
 
 import math
 
@@ -34,10 +34,15 @@ def test_unequal_lengths_precision_recall():
     assert s["rougeL"] == pytest.approx(2 / 3)
 
 
-def test_stemming_is_on():
-    # Porter stemming: running -> run, dogs -> dog
-    s = rouge_per_document(["running dogs"], ["run dog"])[0]
-    assert s["rouge1"] == pytest.approx(1.0)
+def test_stemming_is_on_by_default_and_can_be_turned_off():
+    # Porter stemming: running -> run, dogs -> dog; without it no unigram is shared
+    assert rouge_per_document(["running dogs"], ["run dog"])[0]["rouge1"] == pytest.approx(1.0)
+    assert rouge_per_document(["running dogs"], ["run dog"], use_stemmer=False)[0]["rouge1"] == 0.0
+    # "the cats ran" vs "the cat runs": stemmed {the, cat} shared (ran stays ran, runs -> run):
+    # P = R = 2/3; unstemmed only "the": P = R = 1/3
+    assert rouge_per_document(["the cats ran"], ["the cat runs"])[0]["rouge1"] == pytest.approx(2 / 3)
+    assert rouge_per_document(["the cats ran"], ["the cat runs"], use_stemmer=False)[0]["rouge1"] == (
+        pytest.approx(1 / 3))
 
 
 def test_empty_prediction_scores_zero_and_geo_is_zero():
@@ -78,20 +83,67 @@ def test_agrees_with_plain_rouge_score_on_fixtures(fixture_data_dir):
         assert o == {k: s[k].fmeasure for k in ("rouge1", "rouge2", "rougeL")}
 
 
+def _domainsum_leads(fixture_data_dir):
+    """DomainSum fixture references and their documents' first sentence (a fixed prediction)."""
+    import json
+
+    recs = [json.loads(line) for f in sorted((fixture_data_dir / "domainsum").glob("*/test.jsonl"))
+            for line in f.read_text().splitlines() if line.strip()]
+    return [r["document"].split(". ")[0] for r in recs], [r["summary"] for r in recs]
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_agrees_with_rouge_score_with_and_without_stemming(fixture_data_dir, stem):
+    from rouge_score import rouge_scorer
+
+    preds, refs = _domainsum_leads(fixture_data_dir)
+    ref_scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
+    for p, r, o in zip(preds, refs, rouge_per_document(preds, refs, use_stemmer=stem)):
+        s = ref_scorer.score(r, p)
+        assert o == {k: s[k].fmeasure for k in ("rouge1", "rouge2", "rougeL")}
+
+
+def test_bootstrap_mid_is_rouge_scores_aggregator(fixture_data_dir):
+    """What evaluate's ROUGE returns (BootstrapAggregator mid), reproduced under one seed."""
+    import numpy as np
+    from rouge_score import rouge_scorer, scoring
+
+    from custom_metrics.rouge import aggregate_rouge, aggregate_rouge_bootstrap
+
+    preds, refs = _domainsum_leads(fixture_data_dir)
+    # evaluate's default rouge_types, in its order: the aggregator resamples type after type
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
+    agg = scoring.BootstrapAggregator()
+    for p, r in zip(preds, refs):
+        agg.add_scores(scorer.score(r, p))
+    np.random.seed(11)
+    theirs = agg.aggregate()
+    per = rouge_per_document(preds, refs, use_stemmer=False)
+    ours = aggregate_rouge_bootstrap(per, seed=11)
+    for k in ("rouge1", "rouge2", "rougeL"):
+        assert ours[k] == pytest.approx(theirs[k].mid.fmeasure, abs=1e-12)
+    assert ours["rouge_mean"] == pytest.approx(sum(ours[k] for k in ("rouge1", "rouge2", "rougeL")) / 3)
+    plain = aggregate_rouge(per)
+    assert all(abs(ours[k] - plain[k]) < 0.01 for k in plain)  # resampling noise only
+    assert aggregate_rouge_bootstrap([], seed=1) == aggregate_rouge([])
+
+
 def test_agrees_with_rouge_score_on_random_texts():
     from hypothesis import given, settings
     from hypothesis import strategies as st
     from rouge_score import rouge_scorer
 
-    ref_scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    scorers = {stem: rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
+               for stem in (False, True)}
     words = st.sampled_from(["the", "cats", "running", "ran", "dog", "a", "b", "mat", "sat", "x1", "!"])
     text = st.lists(words, max_size=40).map(" ".join)
 
     @settings(max_examples=300, deadline=None)
-    @given(text, text)
-    def check(pred, ref):
-        s = ref_scorer.score(ref, pred)
-        assert rouge_per_document([pred], [ref])[0] == {k: s[k].fmeasure for k in ("rouge1", "rouge2", "rougeL")}
+    @given(text, text, st.booleans())
+    def check(pred, ref, stem):
+        s = scorers[stem].score(ref, pred)
+        assert rouge_per_document([pred], [ref], use_stemmer=stem)[0] == {
+            k: s[k].fmeasure for k in ("rouge1", "rouge2", "rougeL")}
 
     check()
 

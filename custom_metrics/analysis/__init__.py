@@ -1,4 +1,5 @@
-"""Analysis code that needs no task catalogue: meta-evaluation statistics, plots, synthetic pairs.
+"""Analysis code that needs no task catalogue: meta-evaluation statistics, bootstrap
+intervals, plots, synthetic pairs.
 
 Why apart from the ``domsum`` commands: these are pure functions of tables and texts,
 reusable from a notebook; the commands in :mod:`lm_eval_tasks.commands` pass in the

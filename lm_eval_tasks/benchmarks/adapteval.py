@@ -1,11 +1,28 @@
 """AdaptEval glue: data filters, the paper's prompts, DVO and judge metrics.
 
 Paper: Afzal, Chalumattu, Matthes, Mascarell, "AdaptEval: Evaluating Large Language
-Models on Domain Adaptation for Text Summarization" (2024). Prompts are the paper's
-Table 7, as its release logs them (``prompt_0`` of the released prediction files):
-an instruction, ``TEXT: {article}``, a newline and ``SUMMARY:``; the few-shot prompt
-repeats "Proceed to summarize the following text. TEXT: ...\\nSUMMARY:..." for each
-solved example before the query.
+Models on Domain Adaptation for Text Summarization" (2024). Two prompt variants
+(setting ``adapteval_prompt_variant``, recorded in the results as
+``prompt_variant_used``); where the paper and its release disagree the default follows
+the paper:
+
+* ``paper`` (default): Table 7 (Appendix B) word for word. Zero-shot::
+
+      You are an expert at summarization. Proceed to summarize the following text.
+      TEXT: {article}
+      SUMMARY:
+
+  Few-shot: the first solved example opens with the same instruction, each further one
+  with "Proceed to summarize the following text.", each is
+  ``TEXT: {article}\\nSUMMARY: {summary}``, lines joined by newlines; the query is
+  ``TEXT: {article}\\nSUMMARY:`` with no instruction of its own.
+* ``release``: ``prompt_0`` of the release's prediction files
+  (``anum94/AdaptEval`` ``data/predictions/*.csv``). It differs from Table 7 in three
+  places: "text. TEXT:" on one line (a space, not a newline), "SUMMARY:{summary}" with
+  no space, and the query turn repeats "Proceed to summarize the following text.".
+  Where the logged query should end in ``\\nSUMMARY:`` it ends in a literal
+  ``max_lengthrequest_suffix`` (placeholders left unformatted); the suite ends the query
+  with ``\\nSUMMARY:`` as every other turn.
 """
 
 from __future__ import annotations
@@ -22,7 +39,16 @@ from lm_eval_tasks.settings import resolve
 log = logging.getLogger(__name__)
 
 INSTRUCTION = "You are an expert at summarization."
-TURN = "Proceed to summarize the following text. TEXT: {document}\nSUMMARY:"
+PROMPT_VARIANTS = ("paper", "release")
+#: variant -> (a turn that asks, the few-shot query turn, text between "SUMMARY:" and a solved summary)
+PROMPT_FORMATS: dict[str, tuple[str, str, str]] = {
+    "paper": ("Proceed to summarize the following text.\nTEXT: {document}\nSUMMARY:",
+              "TEXT: {document}\nSUMMARY:", " "),
+    "release": ("Proceed to summarize the following text. TEXT: {document}\nSUMMARY:",
+                "Proceed to summarize the following text. TEXT: {document}\nSUMMARY:", ""),
+}
+PROMPT_SOURCES = {"paper": "AdaptEval paper, Table 7",
+                  "release": "AdaptEval release, prompt_0 of data/predictions/*.csv"}
 DEFAULT_SEED = 1234
 
 # Word budgets that fit a 4,096-token window (about 0.75 words per Llama token) with
@@ -39,19 +65,29 @@ BUDGETS: dict[tuple[str, int], dict[str, int]] = {
 # 4% PubMed, 0.4% GovReport); each is a setting (``filter_*`` in lm_eval_tasks/settings.py).
 
 
-def zero_shot_prompt(document: str, **budget: Any) -> str:
-    """Table 7 zero-shot prompt, document truncated to the budget."""
-    return f"{INSTRUCTION} " + TURN.format(document=truncate(document, **budget))
+def _format(variant: str) -> tuple[str, str, str]:
+    if variant not in PROMPT_FORMATS:
+        raise ValueError(f"adapteval_prompt_variant must be one of {', '.join(PROMPT_VARIANTS)}, got {variant!r}")
+    return PROMPT_FORMATS[variant]
+
+
+def zero_shot_prompt(document: str, variant: str = "paper", **budget: Any) -> str:
+    """Zero-shot prompt of ``variant`` (Table 7 by default), document truncated to the budget."""
+    turn, _, _ = _format(variant)
+    return f"{INSTRUCTION} " + turn.format(document=truncate(document, **budget))
 
 
 def few_shot_prompt(document: str, demos: list[dict], budget: dict, demo_budget: dict,
-                    demo_summary_words: int | None) -> str:
-    """Table 7 few-shot prompt: solved examples in the same format, then the query."""
+                    demo_summary_words: int | None, variant: str = "paper") -> str:
+    """Few-shot prompt of ``variant`` (Table 7 by default): solved examples, then the query."""
+    turn, query, sep = _format(variant)
     parts = []
     for d in demos:
         summary = truncate(d["summary"], max_words=demo_summary_words)
-        parts.append(TURN.format(document=truncate(d["document"], **demo_budget)) + summary)
-    parts.append(TURN.format(document=truncate(document, **budget)))
+        if variant == "paper":
+            summary = summary.strip()
+        parts.append(turn.format(document=truncate(d["document"], **demo_budget)) + sep + summary)
+    parts.append(query.format(document=truncate(document, **budget)))
     return f"{INSTRUCTION} " + "\n".join(parts)
 
 
@@ -112,14 +148,18 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
         rng = random.Random(resolve(metadata, "sample_seed", 42))
         docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
     b = BUDGETS[(domain, shots)]
+    variant = str(resolve(metadata, "adapteval_prompt_variant")).strip().lower()
+    _format(variant)
+    facts: dict[str, Any] = {"filter_removed": removed, "filter_tokenizer": tokenizer_info("nltk"),
+                             "prompt_variant_used": variant, "prompt_source": PROMPT_SOURCES[variant]}
     tok = resolve(metadata, "prompt_tokenizer")
     budget = {"max_words": resolve(metadata, "max_doc_words", b["doc"]),
               "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok,
               "cap_tokens": resolve(metadata, "doc_token_cap")}
     if shots == 0:
         for d in docs:
-            d["prompt"] = zero_shot_prompt(d["document"], **budget)
-        return docs, {"filter_removed": removed, "filter_tokenizer": tokenizer_info("nltk")}
+            d["prompt"] = zero_shot_prompt(d["document"], variant, **budget)
+        return docs, facts
     demo_budget = {"max_words": resolve(metadata, "max_demo_words", b["demo_doc"]),
                    "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
     pool, _ = filter_records(load_split("adapteval", domain, "train", data_dir, task, hub_path=hub_path),
@@ -130,6 +170,6 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     demo_sum = resolve(metadata, "max_demo_summary_words", b["demo_summary"])
     for d in docs:
         demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots)
-        d["prompt"] = few_shot_prompt(d["document"], demos, budget, demo_budget, demo_sum)
+        d["prompt"] = few_shot_prompt(d["document"], demos, budget, demo_budget, demo_sum, variant)
         d["demo_ids"] = [x["id"] for x in demos]
-    return docs, {"filter_removed": removed, "filter_tokenizer": tokenizer_info("nltk"), "fewshot_seed_used": seed}
+    return docs, {**facts, "fewshot_seed_used": seed}

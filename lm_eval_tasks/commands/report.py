@@ -29,54 +29,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from custom_metrics.analysis.bootstrap import bootstrap_rouge
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands.results import Results, fmt, load_results, scale, write_table
-
-ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
 
 # ------------------------------------------------------------------ bootstrap
 
 
-def _geo(means: np.ndarray) -> np.ndarray:
-    """Row-wise geometric mean; 0 where any value is 0."""
-    with np.errstate(divide="ignore"):
-        logs = np.log(np.where(means > 0, means, 1.0))
-    out = np.exp(logs.mean(axis=-1))
-    return np.where((means > 0).all(axis=-1), out, 0.0)
-
-
-def bootstrap_rouge(per_doc: list[dict], n_boot: int = 1000, seed: int = 0,
-                    alpha: float = 0.05) -> dict[str, tuple[float, float, float]]:
-    """metric -> (point estimate, low, high), fractions; percentile bootstrap over
-    documents (same resamples for every metric)."""
-    arr = np.array([[d[k] for k in ROUGE_KEYS] for d in per_doc], dtype=float)
-    n = len(arr)
-    if n == 0:
-        return {}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    means = arr[idx].mean(axis=1)  # (B, 3)
-    point = arr.mean(axis=0)
-    series = {k: (point[i], means[:, i]) for i, k in enumerate(ROUGE_KEYS)}
-    series["rouge_geo"] = (float(_geo(point[None, :])[0]), _geo(means))
-    series["rouge_mean"] = (float(point.mean()), means.mean(axis=1))
-    lo_q, hi_q = 100 * alpha / 2, 100 * (1 - alpha / 2)
-    return {k: (float(p), float(np.percentile(b, lo_q)), float(np.percentile(b, hi_q)))
-            for k, (p, b) in series.items()}
-
-
 def confidence_intervals(res: Results, n_boot: int, seed: int) -> pd.DataFrame:
     """(model, setting, task, metric, point, low, high) for every run with samples."""
-    from custom_metrics.rouge import rouge_per_document
+    from custom_metrics.rouge import rouge_per_document, stemming_for
 
     rows = []
     for (model, setting, task) in res.origin:
         samples = res.samples(model, setting, task)
         if not samples:
             continue
+        try:
+            benchmark = catalog.lookup(task).benchmark
+        except catalog.UnknownTask:
+            benchmark = None
+        stem, _ = stemming_for(benchmark)  # the benchmark's release convention, as the run used
         per = rouge_per_document([s.prediction for s in samples],
-                                 [s.reference for s in samples])
+                                 [s.reference for s in samples], use_stemmer=stem)
         for metric, (p, lo, hi) in bootstrap_rouge(per, n_boot, seed).items():
             rows.append({"model": model, "setting": setting, "task": task, "metric": metric,
                          "point": p, "low": lo, "high": hi, "n": len(per)})
