@@ -58,7 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     """Dispatch ``argv`` (default: the command line) to the subcommand's ``main``."""
     args = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(args[:1])
-    result = importlib.import_module(COMMANDS[ns.command][0]).main(args[1:])
+    try:
+        result = importlib.import_module(COMMANDS[ns.command][0]).main(args[1:])
+        sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
+    except BrokenPipeError:  # `domsum tasks | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return result if isinstance(result, int) else 0
 
 

@@ -340,3 +340,16 @@ def test_nanmean_keys_leave_out_documents_they_do_not_apply_to(fixture_data_dir)
         assert ("fkgl_normal" in row) == (level == "normal") and ("fkgl_high" in row) == (level == "high")
         assert "delta_fkgl" in row and "rouge1" in row
 
+
+def test_domsum_output_into_a_closed_pipe_is_not_a_traceback():
+    """`domsum tasks | head -1`: the reader leaves early; the command exits quietly."""
+    import subprocess
+    import sys
+
+    from conftest import subprocess_env
+
+    proc = subprocess.Popen([sys.executable, "-m", "lm_eval_tasks.cli", "tasks"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=subprocess_env(), cwd=ROOT)
+    proc.stdout.close()  # before the command writes anything: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
