@@ -40,7 +40,8 @@ direct call report the same numbers.
 ``blanc_model``, ``ppl_model``, ``mauve_model`` (hub ids or local directories),
 ``batch_size``, ``blanc_tune_epochs``, ``use_wordnet`` (None = when installed),
 ``rouge_stemming`` (None = medqsum's convention, stemming; see :mod:`custom_metrics.rouge`),
-``metrics`` (a subset of :data:`FAMILIES` to run).
+``metrics`` (a subset of :data:`FAMILIES` to run), ``progress`` (a bar on stderr over
+the metrics run; None = ``$DOMSUM_PROGRESS``, see :mod:`custom_metrics.progress`).
 
 A metric whose model or data is missing is *skipped*: its per-document values are
 NaN (``None`` items for corpus keys, so its corpus values are NaN too), the
@@ -300,6 +301,7 @@ def battery_documents(predictions: Sequence[str], references: Sequence[str], sou
     (seconds per family) and ``details`` (signatures, matching mode, models).
     """
     from custom_metrics.hf_models import ModelUnavailable
+    from custom_metrics.progress import bar
 
     cfg = dict(config or {})
     preds, refs, srcs = _normalise(predictions, references, sources)
@@ -311,25 +313,29 @@ def battery_documents(predictions: Sequence[str], references: Sequence[str], sou
     skipped: list[dict] = []
     timings: dict[str, float] = {}
     runners = _runners(preds, refs, srcs, cfg, models, details)
-    for fam in FAMILIES:
-        if fam not in wanted:
-            skipped.append({"metric": fam, "keys": list(FAMILIES[fam]), "reason": "not requested"})
-            continue
-        t0 = time.perf_counter()
-        try:
-            res = runners[fam]()
-        except ModelUnavailable as exc:
-            reason = str(exc)
-            log.warning("NOTICE: %s skipped. %s", fam, reason)
-            skipped.append({"metric": fam, "keys": list(FAMILIES[fam]), "reason": reason})
-            continue
-        finally:
-            timings[fam] = time.perf_counter() - t0
-        for k in FAMILIES[fam]:
-            per = res[k]
-            if len(per) != n:
-                raise RuntimeError(f"medqsum_battery: {fam} gave {len(per)} values for {n} documents")
-            values[k] = per if KEY_AGGREGATION[k] == "corpus" else [NAN if v is None else float(v) for v in per]
+    with bar(len([f for f in FAMILIES if f in wanted]) if n else 0, "medqsum metrics", unit="metric",
+             enabled=cfg.get("progress", False)) as shown:
+        for fam in FAMILIES:
+            if fam not in wanted:
+                skipped.append({"metric": fam, "keys": list(FAMILIES[fam]), "reason": "not requested"})
+                continue
+            shown.set_postfix_str(fam)
+            t0 = time.perf_counter()
+            try:
+                res = runners[fam]()
+            except ModelUnavailable as exc:
+                reason = str(exc)
+                log.warning("NOTICE: %s skipped. %s", fam, reason)
+                skipped.append({"metric": fam, "keys": list(FAMILIES[fam]), "reason": reason})
+                continue
+            finally:
+                timings[fam] = time.perf_counter() - t0
+                shown.update(1)
+            for k in FAMILIES[fam]:
+                per = res[k]
+                if len(per) != n:
+                    raise RuntimeError(f"medqsum_battery: {fam} gave {len(per)} values for {n} documents")
+                values[k] = per if KEY_AGGREGATION[k] == "corpus" else [NAN if v is None else float(v) for v in per]
     return values, {"skipped": skipped, "timings": timings, "details": details}
 
 

@@ -87,9 +87,15 @@ class Encoder:
 
         return sent_encode(self.tokenizer, sentence)
 
-    def embed(self, sentences: Sequence[str], batch_size: int = 64) -> dict[str, Any]:
-        """sentence -> (normalised embeddings [n, d], non-special mask [n]) for each distinct one."""
+    def embed(self, sentences: Sequence[str], batch_size: int = 64, *, progress: bool | None = False,
+              desc: str = "BERTScore") -> dict[str, Any]:
+        """sentence -> (normalised embeddings [n, d], non-special mask [n]) for each distinct one.
+
+        ``progress``: a bar on stderr advancing per encoded sentence (None: ``$DOMSUM_PROGRESS``).
+        """
         import torch
+
+        from custom_metrics.progress import bar
 
         uniq = list(dict.fromkeys(sentences))
         ids = {s: self.token_ids(s) for s in uniq}
@@ -98,7 +104,7 @@ class Encoder:
         self.last_truncated = sum(len(v) >= self.tokenizer.model_max_length for v in ids.values())
         order = sorted(uniq, key=lambda s: len(ids[s]))
         out: dict[str, Any] = {}
-        with torch.inference_mode():
+        with torch.inference_mode(), bar(len(order), desc, unit="text", enabled=progress) as shown:
             for b in range(0, len(order), batch_size):
                 batch = order[b : b + batch_size]
                 width = max(len(ids[s]) for s in batch)
@@ -114,6 +120,7 @@ class Encoder:
                     n = len(ids[s])
                     keep = torch.tensor([t not in self.special_ids for t in ids[s]])
                     out[s] = (emb[k, :n], keep)
+                shown.update(len(batch))
         return out
 
 
@@ -148,11 +155,16 @@ def bertscore_per_document(
     num_layers: int | None = None,
     batch_size: int = 64,
     report: dict | None = None,
+    *,
+    progress: bool | None = False,
+    desc: str = "BERTScore",
 ) -> list[tuple[float, float, float]]:
     """(P, R, F1) for every pair; empty sides give (0, 0, 0).
 
     ``report``, when given, receives ``truncated_inputs``: how many distinct texts
     filled the encoder's input limit and were cut (bert-score's own behaviour).
+    ``progress``: a bar on stderr per encoded text (None: ``$DOMSUM_PROGRESS``); off by
+    default for library calls, on through the metric registry.
     """
     if len(predictions) != len(references):
         raise ValueError(
@@ -168,7 +180,7 @@ def bertscore_per_document(
     enc = get_scorer(model, num_layers)
     cands = [predictions[i].strip() for i in keep]
     refs = [references[i].strip() for i in keep]
-    emb = enc.embed(cands + refs, batch_size=batch_size)
+    emb = enc.embed(cands + refs, batch_size=batch_size, progress=progress, desc=desc)
     if report is not None:
         report["truncated_inputs"] = report.get("truncated_inputs", 0) + enc.last_truncated
     for i, c, r in zip(keep, cands, refs):
@@ -195,6 +207,15 @@ def bertscore(
     }
 
 
+def _distribution_version(name: str, fallback: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return fallback
+
+
 def scorer_signature(model: str | None = None, num_layers: int | None = None) -> dict:
     """What to record beside the scores: encoder, layer and library version."""
     import bert_score
@@ -203,7 +224,8 @@ def scorer_signature(model: str | None = None, num_layers: int | None = None) ->
     return {
         "bertscore_model": model,
         "bertscore_layers": resolve_layers(model, num_layers),
-        "bertscore_version": getattr(bert_score, "__version__", "unknown"),
+        # the distribution's version: bert_score.__version__ stayed "0.3.12" in the 0.3.13 release
+        "bertscore_version": _distribution_version("bert-score", getattr(bert_score, "__version__", "unknown")),
         "idf": False,
         "rescale_with_baseline": False,
     }

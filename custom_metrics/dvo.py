@@ -227,7 +227,7 @@ def _vocab_set(vocabulary: Iterable[str]) -> frozenset[str] | set[str]:
     return vocab
 
 
-def dvo_scores(predictions: Sequence[str | None], vocabulary: Iterable[str]) -> list[float]:
+def dvo_scores(predictions: Iterable[str | None], vocabulary: Iterable[str]) -> list[float]:
     """Per-summary DVO in percent: ``|set(tokens) ∩ V| / len(tokens) × 100``.
 
     ``tokens`` are all lowercased word tokens of the summary (stopwords and

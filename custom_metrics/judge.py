@@ -240,7 +240,8 @@ class JudgeConfig:
     logprobs: LogprobsSetting = "auto"
     seed: int | None = None
     cache_path: str | None = field(default_factory=default_cache_path)
-    progress: bool = True
+    #: a bar on stderr per batch of at least PROGRESS_MIN_ITEMS requests (None: $DOMSUM_PROGRESS)
+    progress: bool | None = None
     claim_ttl_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -1119,11 +1120,11 @@ class _BatchRun:
         return _ItemScore(None, None, [], reason)
 
     async def score_all(self, requests: Sequence[Messages], scales: Sequence[Scale], desc: str) -> list[_ItemScore]:
-        from tqdm.auto import tqdm
+        from custom_metrics.progress import bar as progress_bar
 
         self.n_items = len(requests)
-        bar = tqdm(total=len(requests), desc=desc, unit="item",
-                   disable=not self.config.progress or len(requests) < PROGRESS_MIN_ITEMS)
+        bar = progress_bar(len(requests), desc, unit="item", enabled=self.config.progress,
+                           min_total=PROGRESS_MIN_ITEMS)
         tasks = [asyncio.ensure_future(self.score_item(list(m), s)) for m, s in zip(requests, scales)]
         for t in tasks:
             t.add_done_callback(lambda _t: bar.update(1))

@@ -99,7 +99,12 @@ def extras_of(doc: Mapping[str, Any], task: str | None) -> dict[str, Any]:
 @dataclass
 class Context:
     """What a family needs besides the texts: the task's subset, resolved settings,
-    the judge, task-provided objects, and a ``record`` it fills for the results."""
+    the judge, task-provided objects, and a ``record`` it fills for the results.
+
+    ``progress``: draw the families' bars on stderr (None: ``$DOMSUM_PROGRESS``, default
+    on; see :mod:`custom_metrics.progress`). Not a setting of any one family, since every
+    long family draws one.
+    """
 
     benchmark: str = ""
     subset: str = ""
@@ -107,6 +112,11 @@ class Context:
     judge: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict)
+    progress: bool | None = None
+
+    def bar_label(self, family: str) -> str:
+        """``family`` with the subset it scores, the label of the family's bar."""
+        return f"{family} {self.subset}".strip()
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,8 @@ def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:
 
     stem, _ = _rouge_stemming(ctx)
     ctx.record.update(_rouge_describe(ctx))
-    per = rouge_per_document(batch.predictions, batch.references, use_stemmer=stem)
+    per = rouge_per_document(batch.predictions, batch.references, use_stemmer=stem,
+                             progress=ctx.progress, desc=ctx.bar_label("ROUGE"))
     # rouge-score keeps only [a-z0-9] tokens: a reference in another script scores 0 for any summary
     blank = sum(not rouge_tokens(r, stem) for r in batch.references if (r or "").strip())
     ctx.record["rouge_references_without_tokens"] = {"count": blank,
@@ -256,7 +267,8 @@ def _bertscore_score(batch: Batch, ctx: Context) -> dict[str, list]:
     report: dict[str, int] = {}
     per = bertscore_per_document(batch.predictions, batch.references, model=_bertscore_model(ctx),
                                  num_layers=ctx.settings.get("bertscore_layers"),
-                                 batch_size=ctx.settings.get("bertscore_batch_size") or 64, report=report)
+                                 batch_size=ctx.settings.get("bertscore_batch_size") or 64, report=report,
+                                 progress=ctx.progress, desc=ctx.bar_label("BERTScore"))
     cut = report.get("truncated_inputs", 0)
     ctx.record["bertscore_truncated_inputs"] = cut
     if cut:
@@ -322,10 +334,11 @@ def _dvo_check(ctx: Context) -> None:
 
 def _dvo_score(batch: Batch, ctx: Context) -> dict[str, list]:
     from custom_metrics.dvo import dvo_scores
+    from custom_metrics.progress import track
 
     path, vocab = _vocabulary(ctx)
     ctx.record["vocabulary_used"] = path
-    return {"dvo": dvo_scores(batch.predictions, vocab)}
+    return {"dvo": dvo_scores(track(batch.predictions, ctx.bar_label("DVO"), enabled=ctx.progress), vocab)}
 
 
 DVO = Family(
@@ -365,6 +378,16 @@ def check_endpoint(config: Any, timeout_s: float = 5.0) -> None:
             f"judge endpoint {base} does not answer ({reason}); set metadata 'judge_base_url' or "
             f"$OPENAI_BASE_URL to a running OpenAI-compatible server, or unset judge_model / "
             f"$DOMSUM_JUDGE_MODEL to leave the judge metrics out") from exc
+
+
+def _judge_of(ctx: Context) -> Any:
+    """The context's judge, drawing its bar as ``ctx.progress`` says unless the judge's own
+    configuration already decides."""
+    import dataclasses
+
+    if ctx.judge is None or ctx.progress is None or getattr(ctx.judge, "progress", False) is not None:
+        return ctx.judge
+    return dataclasses.replace(ctx.judge, progress=ctx.progress)
 
 
 def _judge_check(ctx: Context) -> None:
@@ -409,7 +432,7 @@ def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     wanted = [m for m in JUDGE_METRICS if m in (ctx.options.get("judge_metrics") or JUDGE_METRICS)]
     variant = _judge_prompt_variant(ctx)
     ctx.record["judge_prompt_variant_used"] = variant
-    res = adapteval_judge(batch.documents, batch.predictions, ctx.subset, ctx.judge, wanted,
+    res = adapteval_judge(batch.documents, batch.predictions, ctx.subset, _judge_of(ctx), wanted,
                           max_document_words=ctx.options.get("max_document_words"),
                           stats=ctx.options.get("judge_stats"), prompt_variant=variant)
     ctx.record["judge_mode"] = res["judge_mode"]
@@ -461,7 +484,7 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     variant = str(ctx.settings.get("fm_variant") or "zero")
     if variant not in ("zero", "few"):
         raise ValueError(f"fm_variant must be 'zero' or 'few', got {variant!r}")
-    res = fm_scores(batch.references, batch.predictions, ctx.judge, variant=variant,
+    res = fm_scores(batch.references, batch.predictions, _judge_of(ctx), variant=variant,
                     facets=bool(ctx.options.get("fm_facets", True)),
                     vanilla=bool(ctx.options.get("fm_vanilla", True)), stats=ctx.options.get("judge_stats"))
     ctx.record.update(fm_variant_used=variant, fm_usage=res["usage"], fm_failures_by_kind=res["failures"])
@@ -550,9 +573,11 @@ CCS_KEYWORDS = Family(
 
 def _readability_score(batch: Batch, ctx: Context) -> dict[str, list]:
     from custom_metrics.ccs import fkgl
+    from custom_metrics.progress import track
 
     levels = [e.get("readability") or None for e in batch.extras]
-    grades = [fkgl(p) if lv in ("normal", "high") else NAN for p, lv in zip(batch.predictions, levels)]
+    pairs = track(list(zip(batch.predictions, levels)), ctx.bar_label("FKGL"), enabled=ctx.progress)
+    grades = [fkgl(p) if lv in ("normal", "high") else NAN for p, lv in pairs]
     return {"fkgl_normal": [g if lv == "normal" else NAN for g, lv in zip(grades, levels)],
             "fkgl_high": [g if lv == "high" else NAN for g, lv in zip(grades, levels)],
             "delta_fkgl": [None if lv not in ("normal", "high") else [lv, g] for g, lv in zip(grades, levels)]}
@@ -591,7 +616,7 @@ def _focus_score(batch: Batch, ctx: Context) -> dict[str, list]:
     from custom_metrics import ccs
 
     messages = ctx.options.get("focus_messages") or ccs.focus_messages
-    labels, res = ccs.judge_focus(batch.predictions, ctx.judge, messages=messages)
+    labels, res = ccs.judge_focus(batch.predictions, _judge_of(ctx), messages=messages)
     ctx.record["judge_usage"] = res.stats.as_dict()
     ctx.record["focus_failed"] = res.failed
     if "focus_prompt_source" in ctx.options:
@@ -663,6 +688,7 @@ def battery_config(ctx: Context) -> dict[str, Any]:
         cfg["metrics"] = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else list(metrics)
     cfg["rouge_stemming"], cfg["rouge_stemming_source"] = stemming_for(
         ctx.benchmark or "medqsum", ctx.settings.get("rouge_stemming"))
+    cfg["progress"] = ctx.progress
     return cfg
 
 

@@ -154,15 +154,22 @@ def rouge_tokens(text: str, use_stemmer: bool = True) -> list[str]:
 
 
 def rouge_per_document(
-    predictions: Sequence[str], references: Sequence[str], use_stemmer: bool = True
+    predictions: Sequence[str], references: Sequence[str], use_stemmer: bool = True,
+    *, progress: bool | None = False, desc: str = "ROUGE",
 ) -> list[dict[str, float]]:
-    """Per-document F1 for ROUGE-1/2/L (fractions)."""
+    """Per-document F1 for ROUGE-1/2/L (fractions).
+
+    ``progress``: a bar on stderr per document (None: ``$DOMSUM_PROGRESS``); off by
+    default, since bootstraps and analyses call this in loops.
+    """
+    from custom_metrics.progress import track
+
     if len(predictions) != len(references):
         raise ValueError(
             f"rouge: {len(predictions)} predictions but {len(references)} references"
         )
     out = []
-    for pred, ref in zip(predictions, references):
+    for pred, ref in track(list(zip(predictions, references)), desc, enabled=progress):
         t = rouge_tokens(ref, use_stemmer)
         p = rouge_tokens(pred, use_stemmer)
         out.append({"rouge1": _ngram_f(t, p, 1), "rouge2": _ngram_f(t, p, 2), "rougeL": _lcs_f(t, p)})

@@ -13,13 +13,18 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import shlex
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lm_eval_tasks import include_path
+
 CARD_NAME = "run_card.json"
+#: where the printed evaluation command writes its results, inside the training output
+EVAL_DIR = "eval"
 SCHEMA = "domsum-finetune-run-card/1"
 PACKAGES = ("torch", "transformers", "peft", "accelerate", "datasets", "tokenizers",
             "lm_eval", "bitsandbytes", "deepspeed", "domsum-eval")
@@ -52,18 +57,20 @@ def now() -> str:
 
 def eval_command(base: str, output: str, task: str, kind: str, method: str,
                  metadata: dict | None = None) -> str:
-    """The ``lm_eval`` command that evaluates this output on its task."""
-    if method == "lora":
-        margs = f"pretrained={base},peft={output}"
-    else:
-        margs = f"pretrained={output}"
+    """The ``lm_eval`` command that evaluates this output on its task, ready to paste.
+
+    It names the installed task folders by absolute path (``lm_eval_tasks.include_path()``,
+    so it runs from any directory) and logs per-document samples to ``OUTPUT/eval``, the
+    folder to give ``domsum report``.
+    """
+    margs = f"pretrained={base},peft={output}" if method == "lora" else f"pretrained={output}"
     if kind == "seq2seq":
         margs += ",backend=seq2seq"
-    cmd = (f"lm_eval --model hf --model_args {margs} --include_path lm_eval_tasks "
-           f"--tasks {task}")
+    args = ["lm_eval", "--model", "hf", "--model_args", margs, "--include_path", include_path(),
+            "--tasks", task, "--log_samples", "--output_path", str(Path(output) / EVAL_DIR)]
     if metadata:
-        cmd += f" --metadata '{json.dumps(metadata)}'"
-    return cmd
+        args += ["--metadata", json.dumps(metadata)]
+    return shlex.join(args)
 
 
 def loss_curves(log_history: list[dict]) -> dict[str, Any]:

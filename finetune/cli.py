@@ -3,12 +3,12 @@
 Examples::
 
     python -m finetune --task domainsum_samsum --base meta-llama/Llama-2-7b-hf \\
-        --method lora --preset domainsum --bf16 --gradient-checkpointing --output out/samsum-lora
+        --method lora --preset domainsum --bf16 --gradient-checkpointing --out out/samsum-lora
     python -m finetune --task domainsum_cnndm --base facebook/bart-large --method full \\
-        --preset domainsum --output out/cnndm-bart
+        --preset domainsum --out out/cnndm-bart
     accelerate launch --config_file finetune/configs/accelerate_ddp.yaml -m finetune \\
         --task adapteval_pubmed --base mistralai/Mistral-7B-v0.1 --method lora --preset adapteval \\
-        --train-size 5000 --output out/pubmed-5k
+        --train-size 5000 --out out/pubmed-5k
 
 Every flag overrides the preset and the ``--config`` YAML; ``--set KEY=VALUE`` reaches
 any configuration key (``python -m finetune --list-keys``).
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -40,10 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--method", help="lora (causal or seq2seq) or full (seq2seq)")
     g.add_argument("--preset", help=f"hyper-parameters from a paper: {', '.join(preset_names())}")
     g.add_argument("--config", help="YAML file of configuration keys (overrides the preset)")
-    g.add_argument("--output", help="output directory (adapter or model, run_card.json, checkpoints/)")
+    g.add_argument("--out", "--output", dest="output",
+                   help="output directory (adapter or model, run_card.json, checkpoints/)")
     g.add_argument("--model-type", dest="model_type", help="auto (default), causal or seq2seq")
     g.add_argument("--metadata", help="task metadata JSON, as lm_eval --metadata (e.g. prompt budgets)")
-    g.add_argument("--data-dir", dest="data_dir", help="local data mirror (metadata data_dir)")
+    g.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local data mirror (metadata data_dir)")
 
     g = p.add_argument_group("data")
     g.add_argument("--train-size", dest="train_size", type=int,
@@ -107,10 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set any configuration key (repeatable)")
     g.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     g.add_argument("--list-keys", action="store_true", help="list the configuration keys and exit")
+    g.add_argument("--no-progress", action="store_true", help="no progress bars (as DOMSUM_PROGRESS=0)")
     return p
 
 
-NOT_CONFIG = {"config", "data_dir", "sets", "resume", "overwrite", "print_config", "list_keys"}
+NOT_CONFIG = {"config", "data_dir", "sets", "resume", "overwrite", "print_config", "list_keys", "no_progress"}
 
 
 def config_from_args(ns: argparse.Namespace) -> FinetuneConfig:
@@ -139,6 +142,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     ns = parser.parse_args(args)
+    if ns.no_progress:  # the trainer reads the suite's one progress switch
+        os.environ["DOMSUM_PROGRESS"] = "0"
     if ns.list_keys:
         print("\n".join(FinetuneConfig.field_names()))
         return None

@@ -99,7 +99,7 @@ class FinetuneConfig:
 
         need(bool(self.task), "no task: pass --task <suite task>, e.g. domainsum_samsum")
         need(bool(self.base), "no base model: pass --base <hub id or local path>")
-        need(bool(self.output), "no output directory: pass --output DIR")
+        need(bool(self.output), "no output directory: pass --out DIR")
         need(self.method in METHODS, f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}")
         need(self.model_type in MODEL_TYPES, f"model_type must be one of {MODEL_TYPES}, got {self.model_type!r}")
         need(self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}, got {self.precision!r}")

@@ -18,6 +18,8 @@ Output layout (``OUTPUT``)::
     logs/                                            tensorboard events (when installed)
     checkpoints/checkpoint-<step>/                   resumable state; removed after a
                                                      finished run unless keep_checkpoints
+    eval/                                            results of the lm_eval command the run
+                                                     prints at its end (card: evaluate_with)
 
 Every process of a distributed run prepares the same data (seeded, deterministic);
 only the main process writes the card, deletes checkpoints and prints notices.
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.progress import is_enabled as progress_enabled
 from finetune.card import CARD_NAME, base_card, eval_command, loss_curves, now, write_card
 from finetune.config import ConfigError, FinetuneConfig
 from finetune.data import (Collator, Encoder, TokenDataset, build_split, check_task, has_split, pack)
@@ -165,7 +168,7 @@ def training_arguments(cfg: FinetuneConfig, out: Path, optim: str, precision: st
         # CPU-only machines: use_cpu makes torchrun / accelerate multi-process runs real
         # DDP (gloo) instead of independent copies
         use_cpu=not cuda_available(),
-        disable_tqdm=False,
+        disable_tqdm=not progress_enabled(),
     )
     if save_steps is not None:
         kw["save_steps"] = save_steps
@@ -404,6 +407,10 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
         if not cfg.keep_checkpoints and (out / CHECKPOINTS).is_dir():
             shutil.rmtree(out / CHECKPOINTS)
     state.wait_for_everyone()
+    # the run's last words say where its result is and how to evaluate it (main process only)
+    notice(f"saved the {'LoRA adapter' if cfg.method == 'lora' else 'model'} to {out}"
+           + (f" (merged model: {decisions['merged']})" if decisions.get("merged") else ""))
+    notice(f"evaluate it with: {card['output']['evaluate_with']}")
     return card
 
 

@@ -16,6 +16,8 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "include-path": ("lm_eval_tasks.commands.include_path",
                      "print the folder to give lm_eval --include_path"),
+    "run": ("lm_eval_tasks.commands.run",
+            "lm_eval's own CLI for suite tasks, indexing only the suite's tasks (faster start)"),
     "tasks": ("lm_eval_tasks.commands.tasks",
               "list the catalogue's tasks and groups (--write-yaml regenerates the YAMLs)"),
     "prepare-data": ("lm_eval_tasks.commands.prepare_data",
@@ -33,12 +35,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "cross-domain matrices and heat maps from result folders"),
     "cross-domain-train": ("lm_eval_tasks.commands.cross_domain_train",
                            "fine-tune on each source domain of a level, evaluate on all"),
-    "report": ("lm_eval_tasks.commands.report", "paper-style tables and plots from result folders"),
+    "report": ("lm_eval_tasks.commands.report",
+               "the papers' tables, paired significance tests and figures (HTML) from result folders"),
     "meta-eval": ("lm_eval_tasks.commands.meta_eval",
                   "correlate summary metrics with human judgments"),
     "change-amplitude": ("lm_eval_tasks.commands.change_amplitude",
                          "CCSBench attribute dependency: flip one control, regenerate, compare"),
-    "demo": ("lm_eval_tasks.commands.demo", "offline demo: a tiny model on the fixtures through lm_eval"),
+    "demo": ("lm_eval_tasks.commands.demo", "offline demo: a tiny model trained on the sample data, through lm_eval, with its report"),
     "finetune": ("finetune.cli", "fine-tune a model on a suite task (LoRA or full)"),
 }
 

@@ -70,6 +70,7 @@ def _rows() -> list[Setting]:
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
     from custom_metrics.mauve import DEFAULT_MODEL as MAUVE_MODEL
     from custom_metrics.perplexity import DEFAULT_MODEL as PPL_MODEL
+    from custom_metrics.progress import ENV as PROGRESS_ENV
 
     judge = JudgeConfig.__dataclass_fields__
     S = Setting
@@ -149,12 +150,14 @@ def _rows() -> list[Setting]:
         S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge"),
         S("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, "paper",
           "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "
-          "(`gpt4-eval.py`) or `geval` (G-Eval layout for all three, score only).", "judge"),
+          "(`gpt4-eval.py`) or `suite` (G-Eval layout for all three, score only).", "judge"),
         S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
           "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True),
         # run behaviour
         S("preflight", "DOMSUM_PREFLIGHT", _bool, True,
           "Check encoders, vocabularies and the judge endpoint before any generation.", "run"),
+        S("progress", PROGRESS_ENV, _bool, True,
+          "Progress bars on stderr while metrics are scored (the commands' `--no-progress`).", "run"),
     ]
 
 
@@ -205,7 +208,8 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
         return None
     fields = {"judge_base_url": "base_url", "judge_concurrency": "max_concurrency",
               "judge_cache": "cache_path", "judge_logprobs": "logprobs", "judge_n_samples": "n_samples",
-              "judge_timeout": "timeout_s", "judge_max_retries": "max_retries", "judge_api_key": "api_key"}
+              "judge_timeout": "timeout_s", "judge_max_retries": "max_retries", "judge_api_key": "api_key",
+              "progress": "progress"}
     kwargs: dict[str, Any] = {"model": str(model)}
     for key, name in fields.items():
         if source_of(metadata, key) == "default":

@@ -60,10 +60,13 @@ def bench(kind: str, method: str, base: str, data_dir: str, task: str, steps: in
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
+    from lm_eval_tasks import sample_data_dir
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma list of {', '.join(CONFIGS)}")
     p.add_argument("--base", help="model to train (default: a tiny model built per config)")
-    p.add_argument("--data-dir", default=str(ROOT / "tests" / "fixtures" / "data"))
+    p.add_argument("--data-dir", default=str(sample_data_dir()),
+                   help="mirror root (default: the package's sample data)")
     p.add_argument("--task", default="domainsum_samsum")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=4)

@@ -7,7 +7,7 @@
 Two tables are printed:
 
 1. *Fixture metric table*: the battery on the hand-written fixture test split
-   (``tests/fixtures/data/medqsum/hcm/test.jsonl``) for three reference systems:
+   (``lm_eval_tasks/sample_data/medqsum/hcm/test.jsonl``) for three reference systems:
    ``oracle`` (the reference itself), ``lead`` (the question's first sentence) and
    ``swapped`` (another record's reference).
 2. *Cost*: wall seconds per 100 summaries of each metric family on CPU, measured on
@@ -33,10 +33,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "data"
 for _p in (ROOT, ROOT / "tests"):  # run from the checkout: the packages and the test helpers
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
+
+from lm_eval_tasks import sample_data_dir  # noqa: E402  (importable once ROOT is on the path)
+
+FIXTURES = sample_data_dir()
 
 
 def substitute_models(work: Path) -> dict:

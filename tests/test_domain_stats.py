@@ -1,4 +1,4 @@
-"""domsum domain-stats: Table 5 files, radar and heat-map PNGs, workers, bad input."""
+"""domsum domain-stats: Table 5 files, radar and heat-map PNGs, groups, workers, bad input."""
 
 from __future__ import annotations
 
@@ -9,27 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import nltk
 import pytest
 
 from conftest import ROOT, subprocess_env
+from custom_metrics.analysis import plots
 from custom_metrics.measures import MEASURES, domain_measures
 from lm_eval_tasks.data.loader import load_split
 from lm_eval_tasks.commands import domain_stats as ds
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def assert_png(path: Path, min_bytes: int = 20_000, min_px: int = 400) -> None:
-    assert path.is_file(), path
-    data = path.read_bytes()
-    assert data[:8] == PNG_MAGIC
-    assert len(data) > min_bytes, (path, len(data))
-    img = mpimg.imread(path)
-    h, w = img.shape[:2]
-    assert h >= min_px and w >= min_px, (path, img.shape)
-    assert img.std() > 0.01  # not a blank canvas
+from test_plots import assert_png
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +49,8 @@ def test_table_files_match_library(genre_run, fixture_data_dir):
     assert "tokenizer `nltk`" in md
     assert md.count("| genre |") == 5
     assert "Vocabulary overlap (%), genre:" in md
+    assert payload["group_by"] == "level" and payload["groups"] == {"genre": list(ds.LEVELS["genre"])}
+    assert payload["notes"] == [] and "notes" not in md
 
 
 def test_vocab_overlap_outputs(genre_run):
@@ -80,6 +70,11 @@ def test_vocab_overlap_outputs(genre_run):
 def test_plots_rendered(genre_run):
     assert_png(genre_run / "radar_genre.png")
     assert_png(genre_run / "vocab_overlap_genre.png")
+    # the overlap map's colours span the off-diagonal cells, not the 100 % diagonal
+    ov = json.loads((genre_run / "domain_stats.json").read_text())["vocab_overlap"]["genre"]
+    lo, hi = plots.heatmap_limits(ov["matrix"], ov["domains"], ov["domains"], mask_diagonal=True)
+    off = [v for i, row in enumerate(ov["matrix"]) for j, v in enumerate(row) if i != j]
+    assert (lo, hi) == (min(off), max(off)) and hi < 100
 
 
 def test_all_levels_and_newsroom_profile(fixture_data_dir, tmp_path):
@@ -134,7 +129,7 @@ def test_workers_give_identical_results(fixture_data_dir, tmp_path):
         assert a["n_pairs"] == 6  # --max-docs
         for key in MEASURES:
             assert a[key] == b[key]
-    assert not (tmp_path / "one" / "radar_genre.png").exists()  # --no-plots
+    assert not list((tmp_path / "one").glob("*.png"))  # --no-plots
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
@@ -169,7 +164,7 @@ def test_bad_input_reported(tmp_path):
     md = (out / "domain_stats.md").read_text()
     assert "skipped 1 empty document, 1 empty summary, 1 duplicate" in md
     assert "1 with non-ASCII text" in md
-    assert_png(out / "radar_genre.png", min_bytes=10_000)
+    assert not list(out.glob("*.png"))  # one domain: nothing to compare
 
 
 def test_all_pairs_empty_gives_na(tmp_path):
@@ -180,8 +175,10 @@ def test_all_pairs_empty_gives_na(tmp_path):
                     "--out", str(out), "--workers", "1", "--quiet"]) == 0
     r = json.loads((out / "domain_stats.json").read_text())["domains"]["pubmed"]
     assert r["n_used"] == 0 and r["doc_length"] is None  # nan -> null in JSON
-    assert "| genre | pubmed | 0 | n/a ± n/a |" in (out / "domain_stats.md").read_text()
-    assert not (out / "radar_genre.png").exists()  # nothing to draw
+    md = (out / "domain_stats.md").read_text()
+    assert "| genre | pubmed | 0 | n/a ± n/a |" in md
+    assert not list(out.glob("*.png"))  # nothing to draw
+    assert "radar_domainsum.png not drawn: a radar chart compares at least 2 series; got 0" in md
 
 
 def test_missing_data_is_a_clean_error(tmp_path, capsys):
@@ -238,3 +235,97 @@ def test_cli_runs_as_a_command(fixture_data_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "| genre | reddit |" in proc.stdout
     assert (tmp_path / "domain_stats.csv").is_file()
+
+
+# ------------------------------------------------------------------ groups and figures
+
+
+def test_subsets_stay_one_group(fixture_data_dir, tmp_path, capsys):
+    """--subsets cnndm,cnn (a genre and a style domain) is one comparison, not two levels."""
+    out = tmp_path / "out"
+    assert ds.main(["--subsets", "cnndm,cnn", "--data_dir", str(fixture_data_dir),
+                    "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    payload = json.loads((out / "domain_stats.json").read_text())
+    assert payload["group_by"] == "none"
+    assert payload["groups"] == {"domainsum": ["cnndm", "cnn"]}
+    assert [payload["domains"][d]["level"] for d in ("cnndm", "cnn")] == ["genre", "style"]
+    ov = payload["vocab_overlap"]["domainsum"]
+    assert ov["domains"] == ["cnndm", "cnn"] and len(ov["matrix"]) == 2
+    assert ov["matrix"][0][0] == 100.0 and 0 < ov["matrix"][0][1] < 100
+    assert ov["matrix"][0][1] == ov["matrix"][1][0]
+    # the overlap is the library's: top words of each domain, |A & B| / min(|A|, |B|)
+    stop, _ = ds.stopwords()
+    vocabs = []
+    for d in ("cnndm", "cnn"):
+        recs = load_split("domainsum", d, "test", data_dir=fixture_data_dir)
+        _, counts = ds.analyse_pairs([r["document"] for r in recs], [r["summary"] for r in recs],
+                                     progress=False)
+        vocabs.append(ds.domain_vocabulary(counts, 10_000, stop))
+    assert ov["matrix"] == ds.overlap_matrix(vocabs)
+    assert_png(out / "radar_domainsum.png")
+    assert_png(out / "vocab_overlap_domainsum.png")
+    assert sorted(p.name for p in out.glob("*.png")) == ["radar_domainsum.png", "vocab_overlap_domainsum.png"]
+    md = (out / "domain_stats.md").read_text()
+    assert "| genre | cnndm |" in md and "| style | cnn |" in md
+    assert "Vocabulary overlap (%), domainsum:" in md and "not drawn" not in md
+    assert "not drawn" not in capsys.readouterr().err
+
+
+def test_group_by_level_splits_and_says_why_no_figure(fixture_data_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert ds.main(["--subset", "cnndm,cnn,fox", "--group_by", "level", "--data-dir",
+                    str(fixture_data_dir), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    payload = json.loads((out / "domain_stats.json").read_text())
+    assert payload["groups"] == {"genre": ["cnndm"], "style": ["cnn", "fox"]}
+    assert list(payload["vocab_overlap"]) == ["style"]  # genre has a single domain
+    assert sorted(p.name for p in out.glob("*.png")) == ["radar_style.png", "vocab_overlap_style.png"]
+    reasons = [
+        "vocabulary overlap of genre not computed: it compares at least 2 domains; the group has 1 (cnndm)",
+        "radar_genre.png not drawn: a radar chart compares at least 2 series; got 1 (cnndm) "
+        "(--group-by none keeps the selected domains in one group)",
+    ]
+    assert payload["notes"] == reasons
+    md = (out / "domain_stats.md").read_text()
+    err = capsys.readouterr().err
+    for reason in reasons:
+        assert f"- {reason}" in md
+        assert f"note: {reason}" in err
+
+
+def test_one_domain_draws_nothing_and_says_why(fixture_data_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert ds.main(["--subsets", "samsum", "--data-dir", str(fixture_data_dir), "--out", str(out),
+                    "--workers", "1", "--no-progress"]) == 0
+    assert not list(out.glob("*.png")) and not list(out.glob("vocab_overlap_*"))
+    err = capsys.readouterr().err
+    assert ("note: radar_domainsum.png not drawn: a radar chart compares at least 2 series; "
+            "got 1 (samsum) (select 2 or more domains to compare)") in err
+    assert "samsum: 3/3 pairs in" in err  # --no-progress keeps the timing line
+    assert "domains:" not in err and "measures:" not in err  # but no bars
+
+
+def test_progress_bars_and_quiet(fixture_data_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DOMSUM_PROGRESS", "1")
+    args = ["--subsets", "reddit,wikihow", "--data-dir", str(fixture_data_dir), "--workers", "1",
+            "--no-plots"]
+    assert ds.main([*args, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "domains: 100%" in err and "2/2" in err  # the bar over domains, finished
+    assert "reddit: 3/3 pairs in" in err
+    assert ds.main([*args, "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "domains:" not in err and "pairs in" not in err
+    monkeypatch.setenv("DOMSUM_PROGRESS", "0")  # the environment switch turns bars off too
+    assert ds.main([*args, "--out", str(tmp_path / "c")]) == 0
+    err = capsys.readouterr().err
+    assert "domains:" not in err and "reddit: 3/3 pairs in" in err
+
+
+def test_group_by_defaults():
+    assert ds.parse_args(["--subsets", "cnndm,cnn"]).group_by == "none"
+    assert ds.parse_args(["--level", "all"]).group_by == "level"
+    assert ds.parse_args([]).group_by == "level"
+    args = ds.parse_args(["--level", "genre", "--group-by", "none"])
+    assert ds.select(args) == [("domainsum", d) for d in ds.LEVELS["genre"]]
+    args = ds.parse_args(["--benchmark", "adapteval"])
+    assert ds.select(args) == [("adapteval", d) for d in ("arxiv", "pubmed", "govreport")]

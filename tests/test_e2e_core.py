@@ -49,7 +49,7 @@ def test_reported_means_are_means_of_logged_per_document_scores(tmp_path, tiny_c
     res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
                        "--include_path", "lm_eval_tasks", "--tasks", "domainsum_cnndm,domainsum_cnndm_2shot",
                        "--limit", "3", "--log_samples", "--gen_kwargs", "max_gen_toks=24",
-                       "--metadata", json.dumps(meta)], tmp_path)
+                       "--metadata", json.dumps(meta)], tmp_path, plain=True)  # `lm_eval` itself
     assert res["n-shot"]["domainsum_cnndm"] == 0 and res["n-shot"]["domainsum_cnndm_2shot"] == 2
     for task in ("domainsum_cnndm", "domainsum_cnndm_2shot"):
         samples = _samples(tmp_path, task)
@@ -99,7 +99,7 @@ def test_predict_only_loads_no_scorer(tmp_path, tiny_causal_lm, fixture_data_dir
 
 
 def _lm_eval(args: list[str], out, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lm_eval", *args, "--output_path", str(out)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "lm_eval_tasks.harness", *args, "--output_path", str(out)], cwd=ROOT,
                           env=env or subprocess_env(), capture_output=True, text=True, timeout=600)
 
 

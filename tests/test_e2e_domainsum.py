@@ -106,21 +106,6 @@ def test_include_path_module_prints_task_dir():
     assert p.is_absolute() and (p / "domainsum" / "domainsum_cnndm.yaml").is_file()
 
 
-def test_offline_demo_command(fixture_data_dir):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval_tasks.cli", "demo", "--tasks", "domainsum_reddit", "--limit", "1",
-         "--data-dir", str(fixture_data_dir)],
-        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "|domainsum_reddit|" in proc.stdout.replace(" ", "") and "rouge_geo" in proc.stdout
-
-
 def test_report_and_correlate_read_real_harness_output(tmp_path, tiny_causal_lm, fixture_data_dir, minilm_path):
     """The analysis scripts on what ``lm_eval`` really writes (not hand-made JSON)."""
     import subprocess
@@ -140,9 +125,9 @@ def test_report_and_correlate_read_real_harness_output(tmp_path, tiny_causal_lm,
     assert stats.returncode == 0, stats.stderr
     rep = py("-m", "lm_eval_tasks.cli", "report", str(tmp_path / "runs"), "--out", str(tmp_path / "report"), "--bootstrap", "50")
     assert rep.returncode == 0, rep.stderr
-    table = (tmp_path / "report" / "domainsum_shots.md").read_text()
+    table = (tmp_path / "report" / "tables" / "domainsum_settings.md").read_text()
     for d in LEVELS["genre"]:
-        assert f"| genre | {d} |" in table
+        assert f"| {tiny_causal_lm.name} | {d} |" in table
     assert "not a finite number" not in (tmp_path / "report" / "report.md").read_text()
     cor = py("-m", "lm_eval_tasks.cli", "correlate", str(tmp_path / "runs"), "--stats", str(tmp_path / "stats" / "domain_stats.json"),
              "--out", str(tmp_path / "corr"))

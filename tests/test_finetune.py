@@ -8,8 +8,11 @@ cores make multi-threaded tiny matmuls slower, not faster); ``lm_eval``,
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
+import shlex
 import shutil
 import subprocess
 import sys
@@ -70,18 +73,21 @@ def logged(out_dir: Path, task: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def causal_adapter(tmp_path_factory, tiny_causal_lm, fixture_data_dir):
-    """A LoRA adapter trained hard on two repeated examples (high lr, constant)."""
+    """A LoRA adapter trained hard on two repeated examples (high lr, constant), and what
+    the run printed."""
     out = tmp_path_factory.mktemp("causal_lora")
-    card = train(out, tiny_causal_lm, fixture_data_dir, limit=2, max_steps=30, learning_rate=3e-2,
-                 lora_r=16, lr_scheduler="constant")
-    return out, card
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        card = train(out, tiny_causal_lm, fixture_data_dir, limit=2, max_steps=30, learning_rate=3e-2,
+                     lora_r=16, lr_scheduler="constant")
+    return out, card, printed.getvalue()
 
 
 # ---------------------------------------------------------------------- causal LoRA
 
 
 def test_causal_lora_loss_goes_down_and_card_is_complete(causal_adapter, tiny_causal_lm):
-    out, card = causal_adapter
+    out, card, _ = causal_adapter
     hist = [h["loss"] for h in card["metrics"]["train_loss_history"]]
     assert len(hist) == 30
     assert hist[-1] < hist[0] - 0.1, hist
@@ -112,6 +118,30 @@ def test_causal_lora_loss_goes_down_and_card_is_complete(causal_adapter, tiny_ca
     assert "peft=" in on_disk["output"]["evaluate_with"]
 
 
+def test_run_ends_with_where_the_adapter_is_and_the_command_to_evaluate_it(causal_adapter, tiny_causal_lm,
+                                                                           fixture_data_dir):
+    from lm_eval_tasks import include_path
+
+    out, card, printed = causal_adapter
+    last = printed.strip().splitlines()[-2:]
+    assert last[0] == f"finetune: saved the LoRA adapter to {out.resolve()}"
+    prefix = "finetune: evaluate it with: "
+    assert last[1].startswith(prefix)
+    command = last[1][len(prefix):]
+    assert command == card["output"]["evaluate_with"]
+    args = shlex.split(command)
+    assert args[0] == "lm_eval"
+    opt = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--") and not args[i + 1].startswith("--")}
+    margs = dict(kv.split("=", 1) for kv in opt["--model_args"].split(","))
+    assert margs == {"pretrained": str(tiny_causal_lm), "peft": str(out.resolve())}
+    assert Path(margs["peft"], "adapter_model.safetensors").is_file()
+    # the installed task folders, by absolute path: the command runs from any directory
+    assert opt["--include_path"] == include_path() and Path(opt["--include_path"], "domainsum").is_dir()
+    assert opt["--tasks"] == TASK and "--log_samples" in args
+    assert opt["--output_path"] == str(out.resolve() / "eval")     # what `domsum report` reads
+    assert json.loads(opt["--metadata"]) == {"data_dir": str(fixture_data_dir)}
+
+
 def test_causal_examples_supervise_the_summary_only(tiny_causal_lm, fixture_data_dir):
     from transformers import AutoTokenizer
 
@@ -139,7 +169,7 @@ def test_causal_examples_supervise_the_summary_only(tiny_causal_lm, fixture_data
 @pytest.mark.slow
 def test_adapter_loads_in_lm_eval_and_changes_generations(tmp_path, causal_adapter, tiny_causal_lm,
                                                           fixture_data_dir, minilm_path):
-    out, _ = causal_adapter
+    out, _, _ = causal_adapter
     common = ["--include_path", "lm_eval_tasks", "--tasks", TASK, "--limit", "2", "--log_samples",
               "--gen_kwargs", "max_gen_toks=24", "--metadata", lm_eval_meta(fixture_data_dir, minilm_path)]
     base = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}", *common],

@@ -2,8 +2,9 @@
 
 Why: the task YAMLs load their glue with ``!function utils.load``; a wheel that carries
 the YAMLs but not the folder's ``utils.py`` installs cleanly and then fails at the first
-``lm_eval`` run. This builds the real wheel, compares it with the source tree, installs
-it into a bare directory and runs the real ``lm_eval`` CLI from there alone.
+``lm_eval`` run; one without the sample mirror breaks ``domsum demo``. This builds the
+real wheel, compares it with the source tree, installs it into a bare directory and runs
+the real ``lm_eval`` CLI from there alone, on the installed sample mirror.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, subprocess_env
+from lm_eval_tasks import sample_data_dir
 
 TASK_FILES = ("*.py", "*.yaml", "*_yaml", "README.md")
 
@@ -65,12 +67,16 @@ def test_wheel_carries_every_task_file(wheel):
                 "lm_eval_tasks/commands/prepare_data.py", "finetune/__init__.py"):
         assert pkg in names
     assert not [n for n in names if n.startswith(("scripts/", "tests/"))], "the wheel ships no scripts or tests"
+    # the sample mirror `domsum demo` runs on, every file of it
+    sample = {p.relative_to(ROOT).as_posix() for p in sample_data_dir().rglob("*") if p.is_file()}
+    assert "lm_eval_tasks/sample_data/domainsum/samsum/test.jsonl" in sample and len(sample) > 80
+    assert not sorted(sample - names), f"wheel lacks sample data {sorted(sample - names)[:5]}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "domsum = lm_eval_tasks.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 @pytest.mark.slow
-def test_lm_eval_runs_from_the_installed_wheel(wheel, tmp_path, tiny_causal_lm, fixture_data_dir):
+def test_lm_eval_runs_from_the_installed_wheel(wheel, tmp_path, tiny_causal_lm):
     target = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile",
                            "--target", str(target), str(wheel), "-q"],
@@ -83,12 +89,22 @@ def test_lm_eval_runs_from_the_installed_wheel(wheel, tmp_path, tiny_causal_lm, 
     assert where.returncode == 0, where.stderr[-3000:]
     include = where.stdout.strip()
     assert Path(include).resolve() == (target / "lm_eval_tasks").resolve()
+    # the installed package finds its own sample mirror, and the demo's options parse there
+    installed = subprocess.run([sys.executable, "-c", "import lm_eval_tasks; print(lm_eval_tasks.sample_data_dir())"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    sample = Path(installed.stdout.strip())
+    assert sample.resolve() == (target / "lm_eval_tasks" / "sample_data").resolve()
+    assert (sample / "ccsbench" / "length" / "test.jsonl").is_file()
+    demo_help = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "demo", "--help"], cwd=tmp_path,
+                               env=env, capture_output=True, text=True, timeout=120)
+    assert demo_help.returncode == 0 and "--data-dir" in demo_help.stdout, demo_help.stderr[-3000:]
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
                           f"pretrained={tiny_causal_lm}", "--include_path", include,
                           "--tasks", "ccsbench_length,medqsum_hcm", "--limit", "1",
                           "--gen_kwargs", "max_gen_toks=8", "--output_path", str(out),
-                          "--metadata", json.dumps({"data_dir": str(fixture_data_dir),
+                          "--metadata", json.dumps({"data_dir": str(sample),
                                                     "medqsum_metrics": "rouge,bleu"})],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-6000:]

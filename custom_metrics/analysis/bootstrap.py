@@ -1,6 +1,6 @@
 """Seeded percentile bootstrap over documents: one resampling rule for every report.
 
-Why one module: ``domsum report`` (ROUGE brackets in the paper tables) and ``domsum
+Why one module: ``domsum report`` (the brackets of its tables) and ``domsum
 rescore`` (an interval for every key of a re-scored file) must draw resamples the same
 way, so that the same per-document scores, seed and resample count give the same
 interval wherever it is printed. Resamples are rows of
@@ -24,7 +24,6 @@ import numpy as np
 
 #: resampled index cells held at once (rows x documents); bounds the memory of large corpora
 CHUNK_CELLS = 4_000_000
-ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
 Statistic = str | Callable[[list[Any]], float]
 
@@ -91,30 +90,4 @@ def bootstrap_interval(values: Sequence[Any], statistic: Statistic = "mean", n: 
     return percentile_interval(bootstrap_distribution(values, statistic, n, seed), alpha)
 
 
-def geometric_mean_rows(means: np.ndarray) -> np.ndarray:
-    """Row-wise geometric mean; 0 where any value is 0 (DomainSum's ``rouge_geo``), vectorised
-    over resamples."""
-    with np.errstate(divide="ignore"):
-        logs = np.log(np.where(means > 0, means, 1.0))
-    out = np.exp(logs.mean(axis=-1))
-    return np.where((means > 0).all(axis=-1), out, 0.0)
-
-
-def bootstrap_rouge(per_doc: list[dict], n_boot: int = 1000, seed: int = 0,
-                    alpha: float = 0.05) -> dict[str, tuple[float, float, float]]:
-    """metric -> (point estimate, low, high), fractions, for ROUGE-1/2/L, ``rouge_geo`` and
-    ``rouge_mean``: percentile bootstrap over documents, the same resamples for every metric."""
-    arr = np.array([[d[k] for k in ROUGE_KEYS] for d in per_doc], dtype=float)
-    n = len(arr)
-    if n == 0:
-        return {}
-    means = np.concatenate([arr[idx].mean(axis=1) for idx in resample_indices(n, n_boot, seed)])  # (B, 3)
-    point = arr.mean(axis=0)
-    series = {k: (point[i], means[:, i]) for i, k in enumerate(ROUGE_KEYS)}
-    series["rouge_geo"] = (float(geometric_mean_rows(point[None, :])[0]), geometric_mean_rows(means))
-    series["rouge_mean"] = (float(point.mean()), means.mean(axis=1))
-    return {k: (float(p), *percentile_interval(b, alpha)) for k, (p, b) in series.items()}
-
-
-__all__ = ["ROUGE_KEYS", "bootstrap_distribution", "bootstrap_interval", "bootstrap_rouge",
-           "geometric_mean_rows", "percentile_interval", "resample_indices"]
+__all__ = ["bootstrap_distribution", "bootstrap_interval", "percentile_interval", "resample_indices"]

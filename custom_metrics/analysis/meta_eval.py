@@ -210,7 +210,7 @@ def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], ca
 def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: str | None = None,
                     bertscore_layers: int | None = None, judge_config: Any = None,
                     fm_variant: str = "zero", ppl_model: str | None = None,
-                    blanc_model: str | None = None) -> dict[str, Any]:
+                    blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
     """Add our own per-summary metric columns (``our_<name>``) in place.
 
     ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; ``bleu`` (smoothed
@@ -218,7 +218,8 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     ``blanc_help`` (reference-free, needs an ``article`` or ``source`` column) come
     from the medqsum battery's per-document values (:func:`_battery_columns`);
     ``chrf`` -> sentence-level chrF (the battery's chrF is corpus-level); ``fm`` ->
-    ``our_fm``, ``our_fm_vanilla`` (judge).
+    ``our_fm``, ``our_fm_vanilla`` (judge). ``progress``: the battery's bar on stderr
+    (:mod:`custom_metrics.progress`; the judge's follows its own configuration).
     """
     unknown = [n for n in which if n not in COMPUTABLE]
     if unknown:
@@ -231,7 +232,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     if any(n in BATTERY_KEYS for n in which):
         battery = _battery_columns(df, which, refs, cands, {
             "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
-            "ppl_model": ppl_model, "blanc_model": blanc_model})
+            "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress})
     if "meteor_matching" in battery:
         info["meteor_matching"] = battery.pop("meteor_matching")
     for name in which:  # columns in the order asked: the tables list them so
@@ -640,13 +641,13 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
         bertscore_model: str | None = None, bertscore_layers: int | None = None,
         fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
-        blanc_model: str | None = None) -> dict[str, Any]:
+        blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df, counts = load_table(path, fmt, human, require_human=ratings is None)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
-                           blanc_model=blanc_model) if compute else {}
+                           blanc_model=blanc_model, progress=progress) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:

@@ -3,22 +3,48 @@
 Why a package of the library and not loose scripts: the commands need the task
 catalogue and the settings resolver, and an installed wheel must run them from any
 directory (``domsum <command>``, see :mod:`lm_eval_tasks.cli`). Nothing here imports
-``lm_eval``; commands that run the harness start ``python -m lm_eval`` as a process.
+``lm_eval``; commands that run the harness start it as a process (:data:`HARNESS_CLI`:
+the harness's own CLI indexing only the suite's tasks, see ``domsum run``).
 
 The helpers below are what several commands share: the task-name lookup (never
 parsed from the name: the catalogue says what a name means), ``--metadata`` parsing,
 and the folder to put on ``PYTHONPATH`` for harness subprocesses.
+
+Flags mean the same in every command (``tests/test_cli_flags.py`` checks all of them):
+long flags are hyphenated, with underscore spellings only as aliases; where a command
+writes is ``--out``; subsets are ``--subsets`` (comma-separated); the data mirror is
+``--data-dir``; a vocabulary file is ``--vocabulary``; and a command that draws
+progress bars (always on stderr, since stdout carries tables and JSON) turns them off
+with ``--no-progress`` (``DOMSUM_PROGRESS=0`` turns off every bar). Older spellings
+stay accepted as aliases, listed in :data:`FLAG_ALIASES`::
+
+    domsum rescore samples_adapteval_pubmed_<date>.jsonl --out out/rescored --no-progress
+    domsum build-vocab --benchmark adapteval --subsets arxiv,pubmed --data-dir ~/domsum_data
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks.catalog import UnknownTask, lookup
+
+#: the command line that starts the harness for suite tasks (``lm_eval``'s CLI, task index
+#: limited to the suite: :func:`lm_eval_tasks.harness.run_cli`), for commands that run it
+HARNESS_CLI: tuple[str, ...] = (sys.executable, "-m", "lm_eval_tasks.harness")
+
+#: conventional flag -> the older spellings some commands still accept for it, as aliases
+#: of the same destination (never as a flag of its own)
+FLAG_ALIASES: dict[str, tuple[str, ...]] = {
+    "--out": ("--out-dir", "--output", "--output-path", "--output_path", "--output-dir"),
+    "--subsets": ("--subset",),
+    "--data-dir": ("--data_dir",),
+    "--vocabulary": ("--vocab",),
+}
 
 #: the folder holding the ``lm_eval_tasks`` package (the checkout, or site-packages)
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
@@ -75,5 +101,5 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-__all__ = ["PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env", "task_target",
-           "with_flags"]
+__all__ = ["FLAG_ALIASES", "PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env",
+           "task_target", "with_flags"]

@@ -4,7 +4,8 @@ AdaptEval's Domain Vocabulary Overlap compares a generated summary with the 10,0
 frequent words of the domain's training documents (see :mod:`custom_metrics.dvo` for
 the exact definition). This command streams the train split once -- from the local
 mirror (``--data-dir`` or ``$DOMSUM_DATA_DIR``) or else from the hub -- with a progress
-bar, and writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``, where the tasks look for it.
+bar on stderr (``--no-progress`` or ``DOMSUM_PROGRESS=0``: none), and writes
+``VOCAB_DIR/<benchmark>/<subset>.tsv``, where the tasks look for it.
 
     domsum build-vocab --task adapteval_pubmed --data-dir ~/domsum_data
     domsum build-vocab --benchmark adapteval --subsets arxiv
@@ -47,9 +48,9 @@ def _texts(benchmark: str, subset: str, split: str, data_dir: str | None, field:
 def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split: str = "train",
               field: str = "document", size: int = DEFAULT_VOCAB_SIZE,
               vocab_dir: str | None = None, out: str | os.PathLike | None = None,
-              limit: int | None = None, progress: bool = True) -> dict:
+              limit: int | None = None, progress: bool | None = None) -> dict:
     """Stream one split, write its vocabulary file; return a summary dict."""
-    from tqdm import tqdm
+    from custom_metrics.progress import track
 
     data_dir = resolve({"data_dir": data_dir}, "data_dir")
     vocab_dir = resolve({"vocab_dir": vocab_dir}, "vocab_dir")
@@ -60,8 +61,7 @@ def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split
     builder = VocabularyBuilder()
     t0 = time.perf_counter()
     texts = _texts(benchmark, subset, split, data_dir, field, limit)
-    for text in tqdm(texts, desc=f"{benchmark}/{subset}", unit=" doc", disable=not progress,
-                     mininterval=0.5, file=sys.stderr):
+    for text in track(texts, f"{benchmark}/{subset}", enabled=progress):
         builder.add(text)
     entries = builder.top(size)
     elapsed = time.perf_counter() - t0
@@ -91,11 +91,12 @@ def _parser() -> argparse.ArgumentParser:
                             "adapteval_pubmed_2shot means the same domain); repeatable")
     which.add_argument("--benchmark", choices=catalog.BENCHMARKS,
                        help="benchmark, e.g. adapteval (with --subsets, or --all)")
-    which.add_argument("--subsets", "--subset", dest="subset", action="append", default=[],
+    which.add_argument("--subsets", "--subset", dest="subsets", action="append", default=[],
                        help="domain(s), e.g. pubmed or arxiv,pubmed; repeatable")
     which.add_argument("--all", action="store_true",
                        help="every subset of --benchmark (default: adapteval's arxiv, pubmed, govreport)")
-    p.add_argument("--data-dir", help="local mirror root (default: $DOMSUM_DATA_DIR, else the hub)")
+    p.add_argument("--data-dir", "--data_dir", dest="data_dir",
+                   help="local mirror root (default: $DOMSUM_DATA_DIR, else the hub)")
     p.add_argument("--vocab-dir", help="output root (default: $DOMSUM_VOCAB_DIR, else ~/.cache/domsum/vocab)")
     p.add_argument("--out", help="explicit output file (one domain only)")
     p.add_argument("--split", default="train", help="split to count (default: train)")
@@ -103,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="record field to count (default: document, as the paper: training articles)")
     p.add_argument("--size", type=int, default=DEFAULT_VOCAB_SIZE, help="vocabulary size (default: 10000)")
     p.add_argument("--limit", type=int, help="only the first N documents (quick tries)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (stderr)")
     return p
 
 
@@ -117,7 +118,7 @@ def _targets(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[tuple
     if args.all:
         bench = args.benchmark or "adapteval"
         targets += [(bench, d) for d in catalog.subsets(bench)]
-    subsets = [s.strip() for item in args.subset for s in item.split(",") if s.strip()]
+    subsets = [s.strip() for item in args.subsets for s in item.split(",") if s.strip()]
     if subsets:
         if not args.benchmark:
             p.error("--subsets needs --benchmark")
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             info = build_one(benchmark, subset, data_dir=args.data_dir, split=args.split,
                              field=args.field, size=args.size, vocab_dir=args.vocab_dir,
-                             out=args.out, limit=args.limit, progress=not args.no_progress)
+                             out=args.out, limit=args.limit, progress=False if args.no_progress else None)
         except DataError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -18,7 +18,7 @@ keywords, ``readability`` = mean FKGL, ``focus`` = share judged empirical (only 
 ``--judge``; needs a configured judge), ``quality`` = ROUGE-L against the reference.
 
     domsum change-amplitude --model hf --model-args pretrained=MODEL \\
-        --data-dir ~/ccs_mirror --n 50 --out-dir ca_out
+        --data-dir ~/ccs_mirror --n 50 --out ca_out
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from lm_eval_tasks import catalog, include_path
-from lm_eval_tasks.commands import parse_metadata, subprocess_env, with_flags
+from lm_eval_tasks.commands import HARNESS_CLI, parse_metadata, subprocess_env, with_flags
 from lm_eval_tasks.settings import judge_config
 
 ATTRIBUTES = ("length", "keywords", "readability", "focus")
@@ -74,8 +74,9 @@ def write_mirror(root: Path, subset: str, test: list[dict], train: list[dict]) -
 
 
 def run_harness(args, data_dir: Path, out: Path, task: str) -> list[dict]:
-    meta = {**parse_metadata(args.metadata, "change_amplitude"), "data_dir": str(data_dir)}  # the flipped mirror
-    cmd = [sys.executable, "-m", "lm_eval", "--model", args.model, "--model_args", args.model_args,
+    # the flipped mirror; no bars, since the run's output is captured and shown only on failure
+    meta = {**parse_metadata(args.metadata, "change_amplitude"), "data_dir": str(data_dir), "progress": False}
+    cmd = [*HARNESS_CLI, "--model", args.model, "--model_args", args.model_args,
            "--include_path", include_path(), "--tasks", task, "--log_samples",
            "--output_path", str(out), "--metadata", json.dumps(meta), *args.lm_eval_args]
     proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True)
@@ -162,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shots", type=int, default=0, choices=(0, 3))
     ap.add_argument("--metadata", default="{}", help="extra task metadata JSON (judge, budgets)")
     ap.add_argument("--judge", action="store_true", help="also measure focus with the configured judge")
-    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--out", "--out-dir", dest="out", required=True, help="output folder")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar (stderr) while judging focus")
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
     args = ap.parse_args(argv)
 
@@ -183,12 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         key = {"length": "length_bin"}.get(a, a)
         if any(r[key] in (-1, "", "[]") for r in test):
             ap.error(f"attribute {a!r} is not set on every sampled row of {args.subset!r}")
-    out = Path(args.out_dir)
+    out = Path(args.out)
     original = {r["id"]: r for r in test}
     task = catalog.select("ccsbench", shots=args.shots, variant="", subsets=(args.subset,))[0].name
     judge = None
     if args.judge:
-        judge = judge_config(metadata)
+        judge = judge_config(metadata, progress=False if args.no_progress else None)
         if judge is None:
             print("change_amplitude: no judge configured; focus metric skipped", file=sys.stderr)
     spec = resolve_prompt_spec(metadata, "change_amplitude")

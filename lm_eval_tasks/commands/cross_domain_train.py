@@ -11,7 +11,7 @@ Usage::
 
     domsum cross-domain-train --benchmark domainsum --level genre \\
         --base meta-llama/Llama-2-7b-hf --method lora --preset domainsum \\
-        --output out/xdomain-genre --data-dir data/ [--include-base] [--limit 100] \\
+        --out out/xdomain-genre --data-dir data/ [--include-base] [--limit 100] \\
         [--finetune-args "--bf16 --gradient-checkpointing"] \\
         [--launcher "accelerate launch --config_file finetune/configs/accelerate_ddp.yaml"]
 
@@ -60,7 +60,7 @@ import time
 from pathlib import Path
 
 from lm_eval_tasks import catalog, include_path
-from lm_eval_tasks.commands import parse_metadata, subprocess_env
+from lm_eval_tasks.commands import HARNESS_CLI, parse_metadata, subprocess_env
 
 SCHEMA = "domsum-cross-domain/1"
 
@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="lora")
     p.add_argument("--preset", default=None, help="default: the benchmark's own preset")
     p.add_argument("--model-type", default="auto")
-    p.add_argument("--output", required=True)
+    p.add_argument("--out", "--output", dest="out", required=True,
+                   help="output folder (layout: see the module docstring)")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local mirror (task metadata data_dir) for training and evaluation")
     p.add_argument("--metadata", default="{}", help="task metadata JSON for both finetune and lm_eval")
     p.add_argument("--sources", help="comma list of source domains (default: all of the level)")
@@ -173,7 +174,7 @@ def run(argv: list[str] | None = None) -> dict:
     metadata = parse_metadata(a.metadata, "cross_domain_train")
     if a.data_dir:
         metadata["data_dir"] = str(Path(a.data_dir).resolve())
-    out = Path(a.output).resolve()
+    out = Path(a.out).resolve()
     kind = model_kind(a.base, a.model_type)
     tasks = [train_task(a.benchmark, t) for t in targets]
     env = subprocess_env()
@@ -198,7 +199,7 @@ def run(argv: list[str] | None = None) -> dict:
         if done and not a.force:
             print(f"= {row}: results exist ({done})")
         else:
-            cmd = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", margs,
+            cmd = [*HARNESS_CLI, "--model", "hf", "--model_args", margs,
                    "--include_path", include_path(), "--tasks", ",".join(tasks),
                    "--batch_size", a.batch_size, "--output_path", str(eval_dir)]
             if metadata:

@@ -11,27 +11,39 @@ one used is recorded with its versions in ``domain_stats.json``) and writes into
 
 * ``domain_stats.csv`` / ``.json`` / ``.md``: Table 5 (one row per domain, with the
   pair counts and the reasons pairs were skipped);
-* ``radar_<level>.png``: Figure 3, one radar chart per level, each axis normalised
-  by its maximum over the level's domains;
-* ``vocab_overlap_<level>.png`` / ``.csv``: Figure 4, pairwise overlap (%) of the
+* ``radar_<group>.png``: Figure 3, one radar chart per group of domains, each axis
+  normalised by its maximum over the group's domains;
+* ``vocab_overlap_<group>.png`` / ``.csv``: Figure 4, pairwise overlap (%) of the
   domains' vocabularies. A domain's vocabulary is its ``--vocab-size`` (10,000) most
   frequent tokens over documents and summaries (the measures' tokens),
   excluding English stopwords (NLTK's list when its data is installed, else a
   bundled copy of it, plus the clitics ``n't``, ``'s``, ...) and punctuation-only
   tokens; ties by token. Overlap(A, B) = ``|A & B| / min(|A|, |B|) * 100``, i.e.
-  ``|A & B| / 10,000`` as in the paper when both vocabularies are full.
+  ``|A & B| / 10,000`` as in the paper when both vocabularies are full. The heat map
+  hatches the diagonal (a domain with itself, 100 % by construction) and takes its
+  colour scale from the other cells, so that overlaps of a few percent stay apart.
 
-Levels are DomainSum's (genre, style, topic) and subsets those of the task catalogue
-(:mod:`lm_eval_tasks.catalog`); other benchmarks form one group.
+Groups (``--group-by``): ``level`` draws one radar and one overlap map per DomainSum
+level (genre, style, topic; another benchmark is one group), the default with
+``--level`` or without a selection; ``none`` keeps the selected domains together in
+one group named after the benchmark, the default with ``--subsets`` (the user chose
+those domains to compare them). A radar needs at least 2 domains with data and an
+overlap map at least 2 domains: a group with fewer gets no figure, and the console
+and ``domain_stats.md`` say why. Levels and subsets come from the task catalogue
+(:mod:`lm_eval_tasks.catalog`); the ``level`` column is always the domain's level.
+
 Data: ``--data-dir`` or ``$DOMSUM_DATA_DIR`` (mirror ``DIR/<benchmark>/<subset>/
 <split>.jsonl``), else the hub. Work is spread over ``--workers`` processes in
-chunks, with a progress bar; ``--synthetic N`` times the whole pipeline on N
-synthetic news-length pairs (e.g. 287,113 = the CNN/DailyMail train split).
+chunks, with progress bars on stderr (domains, and pairs of the current domain;
+``--no-progress`` or ``DOMSUM_PROGRESS=0`` turn them off, ``--quiet`` also the
+per-domain timing lines); ``--synthetic N`` times the whole pipeline on N synthetic
+news-length pairs (e.g. 287,113 = the CNN/DailyMail train split).
 
 Examples::
 
-    domsum domain-stats --level genre --data-dir tests/fixtures/data --out out/stats
+    domsum domain-stats --level genre --data-dir lm_eval_tasks/sample_data --out out/stats
     domsum domain-stats --subsets cnndm,pubmed --splits train,test --max-docs 1000
+    domsum domain-stats --subsets cnndm,cnn,soccer --group-by level
     domsum domain-stats --benchmark adapteval --profile newsroom
     domsum domain-stats --level genre --profile newsroom --tokenizer nltk
     domsum domain-stats --synthetic 287113 --workers 2 --out out/synthetic
@@ -157,13 +169,15 @@ def analyse_pairs(
     skip_empty: bool = True,
     drop_duplicates: bool = False,
     desc: str = "",
-    progress: bool = True,
+    progress: bool | None = None,
     tokenizer: str | None = None,
 ) -> tuple[dict, Counter]:
     """Measures (as :func:`custom_metrics.domain_measures`, identical values) and the
     token counts of one domain; chunks go to ``executor`` when given. ``tokenizer``:
-    a name of :data:`custom_metrics.tokenize.TOKENIZERS` (``None``: the profile's)."""
-    from tqdm.auto import tqdm
+    a name of :data:`custom_metrics.tokenize.TOKENIZERS` (``None``: the profile's).
+    ``progress``: bar over pairs (``None``: as ``$DOMSUM_PROGRESS`` says, see
+    :mod:`custom_metrics.progress`)."""
+    from custom_metrics.progress import bar as progress_bar
 
     n = len(documents)
     dup = find_duplicates(documents, summaries)
@@ -177,8 +191,8 @@ def analyse_pairs(
     ]
     results: dict[int, tuple] = {}
     counts: Counter = Counter()
-    bar = tqdm(total=n, desc=desc or "pairs", unit="pair", disable=not progress,
-               dynamic_ncols=True, leave=False)
+    bar = progress_bar(n, f"{desc or 'pairs'}: measures", unit="pair", enabled=progress,
+                       leave=False)
     mapped = executor.map(_work, tasks) if executor is not None else map(_work, tasks)
     for index, cols, c in mapped:
         results[index] = cols
@@ -299,13 +313,81 @@ def overlap_markdown(group: str, labels: list[str], matrix: list[list[float]]) -
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
-                  plots: bool) -> list[Path]:
+def overlaps_by_group(vocabs: dict[str, dict[str, list[str]]],
+                      notes: list[str]) -> dict[str, dict]:
+    """Overlap matrix of every group with at least 2 domains (``group -> {"domains",
+    "sizes", "matrix"}``); a group with fewer gets a line in ``notes`` instead, because
+    a domain's overlap with itself is 100 % by construction and says nothing."""
+    overlaps = {}
+    for group, vs in vocabs.items():
+        names = list(vs)
+        if len(names) < 2:
+            notes.append(f"vocabulary overlap of {group} not computed: it compares at least "
+                         f"2 domains; the group has {len(names)} ({', '.join(names)})")
+            continue
+        overlaps[group] = {"domains": names, "sizes": [len(vs[n]) for n in names],
+                           "matrix": overlap_matrix([vs[n] for n in names])}
+    return overlaps
+
+
+def group_title(group: str) -> str:
+    """A group as figure titles name it: ``Genre`` for a level, a benchmark as spelled."""
+    return group.capitalize() if group in LEVELS else group
+
+
+def draw_figures(out: Path, rows: list[dict], overlaps: dict, meta: dict,
+                 notes: list[str]) -> list[Path]:
+    """Radar chart and overlap heat map of every group where they mean something;
+    a figure that is not drawn gets its reason in ``notes`` (never an empty PNG)."""
     from custom_metrics.analysis import plots as _plots
 
-    out.mkdir(parents=True, exist_ok=True)
     written = []
-    keys = ["level", "domain", "benchmark", "splits", "profile", *ROW_KEYS]
+    by_group: dict[str, list[dict]] = {}
+    for r in rows:
+        by_group.setdefault(r["group"], []).append(r)
+    for group, members in by_group.items():
+        usable = [r for r in members if r["n_used"] > 0]
+        unusable = [r["domain"] for r in members if r["n_used"] == 0]
+        series = {r["domain"]: [r[m] for m in MEASURES] for r in usable}
+        try:
+            written.append(_plots.radar_chart(
+                out / f"radar_{group}.png",
+                f"{group_title(group)}: domain characteristics ({meta['profile']} profile)\n"
+                "each axis scaled by its maximum over the domains",
+                [MEASURE_LABELS[m] for m in MEASURES], series))
+        except _plots.NothingToPlot as exc:
+            hint = ("--group-by none keeps the selected domains in one group"
+                    if meta.get("group_by") == "level" and len(rows) > 1
+                    else "select 2 or more domains to compare")
+            notes.append(f"radar_{group}.png not drawn: {exc}"
+                         + (f"; no usable pairs in {', '.join(unusable)}" if unusable else "")
+                         + f" ({hint})")
+    for group, ov in overlaps.items():
+        # the diagonal is found by equal row and column names, so the sizes go in the title
+        short = [f"{d} {n:,}" for d, n in zip(ov["domains"], ov["sizes"]) if n < meta["vocab_size"]]
+        try:
+            written.append(_plots.heatmap(
+                out / f"vocab_overlap_{group}.png",
+                f"{group_title(group)}: vocabulary overlap (%)\n"
+                f"top {meta['vocab_size']:,} non-stopword words per domain"
+                + (f"\n(fewer words in: {', '.join(short)})" if short else ""),
+                ov["domains"], ov["matrix"], mask_diagonal=True,
+                value_label="overlap (% of the smaller vocabulary)"))
+        except _plots.NothingToPlot as exc:
+            notes.append(f"vocab_overlap_{group}.png not drawn: {exc}")
+    return written
+
+
+def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
+                  plots: bool, notes: list[str] | None = None) -> list[Path]:
+    """Table 5 (CSV, JSON, Markdown), overlap CSVs and, with ``plots``, the figures.
+
+    ``notes`` (e.g. groups without an overlap matrix) are extended with the figures
+    not drawn and their reasons, and end ``domain_stats.md`` and the JSON."""
+    notes = notes if notes is not None else []
+    out.mkdir(parents=True, exist_ok=True)
+    written = draw_figures(out, rows, overlaps, meta, notes) if plots else []
+    keys = ["level", "group", "domain", "benchmark", "splits", "profile", *ROW_KEYS]
     with open(out / "domain_stats.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -313,13 +395,19 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
             w.writerow({k: ("" if isinstance(r.get(k), float) and not math.isfinite(r[k])
                             else r.get(k)) for k in keys})
     written.append(out / "domain_stats.csv")
-    payload = {**meta, "domains": {r["domain"]: r for r in rows}, "vocab_overlap": overlaps}
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        groups.setdefault(r["group"], []).append(r["domain"])
+    payload = {**meta, "groups": groups, "domains": {r["domain"]: r for r in rows},
+               "vocab_overlap": overlaps, "notes": notes}
     (out / "domain_stats.json").write_text(
         json.dumps(json_safe(payload), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     written.append(out / "domain_stats.json")
     md = table_markdown(rows, meta["profile"], meta["splits"], meta.get("tokenizer"))
     for group, ov in overlaps.items():
         md += "\n" + overlap_markdown(group, ov["domains"], ov["matrix"])
+    if notes:
+        md += "\nFigure and overlap notes:\n" + "".join(f"- {n}\n" for n in notes)
     (out / "domain_stats.md").write_text(md, encoding="utf-8")
     written.append(out / "domain_stats.md")
 
@@ -330,33 +418,12 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
             for name, row in zip(ov["domains"], ov["matrix"]):
                 w.writerow([name, *(f"{v:.2f}" if math.isfinite(v) else "" for v in row)])
         written.append(out / f"vocab_overlap_{group}.csv")
-    if not plots:
-        return written
-    by_group: dict[str, list[dict]] = {}
-    for r in rows:
-        by_group.setdefault(r["level"], []).append(r)
-    for group, members in by_group.items():
-        members = [r for r in members if r["n_used"] > 0]
-        if not members:
-            continue
-        series = {r["domain"]: [r[m] for m in MEASURES] for r in members}
-        written.append(_plots.radar_chart(
-            out / f"radar_{group}.png",
-            f"{group.capitalize()}: domain characteristics ({meta['profile']} profile)\n"
-            "each axis scaled by its maximum over the domains",
-            [MEASURE_LABELS[m] for m in MEASURES], series))
-    for group, ov in overlaps.items():
-        written.append(_plots.heatmap(
-            out / f"vocab_overlap_{group}.png",
-            f"{group.capitalize()}: vocabulary overlap (%)\n"
-            f"top {meta['vocab_size']:,} non-stopword words per domain",
-            ov["domains"], ov["matrix"], vmin=0, vmax=100,
-            value_label="overlap (% of the smaller vocabulary)",
-            row_labels=[f"{d} ({n:,} words)" for d, n in zip(ov["domains"], ov["sizes"])]))
     return written
 
 
 # ------------------------------------------------------------------ main
+
+GROUP_BY = ("level", "none")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -369,6 +436,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sel.add_argument("--subsets", "--subset", dest="subsets", help="comma-separated subsets (domains)")
     sel.add_argument("--level", choices=[*LEVELS, "all"],
                      help="a DomainSum level (or all three)")
+    ap.add_argument("--group-by", "--group_by", dest="group_by", choices=GROUP_BY,
+                    help="level: a radar and an overlap map per DomainSum level; none: the "
+                         "selected domains together (default: none with --subsets, else level)")
     ap.add_argument("--splits", default="test", help="comma-separated splits, pooled")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local mirror (default: $DOMSUM_DATA_DIR, else hub)")
     ap.add_argument("--out", type=Path, default=Path("out/domain_stats"), help="output folder")
@@ -377,56 +447,76 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="word tokenizer (default: the profile's: "
                          + ", ".join(f"{p} -> {t}" for p, t in PROFILE_TOKENIZERS.items())
                          + "; spacy = SummEval data_stats / HELM)")
-    ap.add_argument("--max-docs", type=int, help="at most this many pairs per domain")
+    ap.add_argument("--max-docs", "--max_docs", dest="max_docs", type=int,
+                    help="at most this many pairs per domain")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes (1 = in this process)")
-    ap.add_argument("--chunk-size", type=int, help="pairs per task (default: adaptive)")
-    ap.add_argument("--vocab-size", type=int, default=10_000)
-    ap.add_argument("--drop-duplicates", action="store_true",
+    ap.add_argument("--chunk-size", "--chunk_size", dest="chunk_size", type=int,
+                    help="pairs per task (default: adaptive)")
+    ap.add_argument("--vocab-size", "--vocab_size", dest="vocab_size", type=int, default=10_000)
+    ap.add_argument("--drop-duplicates", "--drop_duplicates", dest="drop_duplicates",
+                    action="store_true",
                     help="leave repeated (document, summary) pairs out (always counted)")
-    ap.add_argument("--keep-empty", action="store_true",
+    ap.add_argument("--keep-empty", "--keep_empty", dest="keep_empty", action="store_true",
                     help="keep pairs with an empty document or summary (the release's "
                          "zero conventions) instead of skipping them")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--no-plots", "--no_plots", dest="no_plots", action="store_true",
+                    help="tables only, no radar charts or heat maps")
+    ap.add_argument("--no-progress", "--no_progress", dest="no_progress", action="store_true",
+                    help="no progress bars (default: as $DOMSUM_PROGRESS says, on)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="no progress bars and no per-domain timing lines")
     ap.add_argument("--synthetic", type=int, metavar="N",
                     help="time the pipeline on N synthetic pairs instead of data "
                          "(287113 = CNN/DailyMail train)")
-    ap.add_argument("--synthetic-length", choices=("news", "long"), default="news")
-    ap.add_argument("--synthetic-pool", type=int, default=10_000,
-                    help="distinct synthetic pairs, cycled up to N")
+    ap.add_argument("--synthetic-length", "--synthetic_length", dest="synthetic_length",
+                    choices=("news", "long"), default="news")
+    ap.add_argument("--synthetic-pool", "--synthetic_pool", dest="synthetic_pool", type=int,
+                    default=10_000, help="distinct synthetic pairs, cycled up to N")
     args = ap.parse_args(argv)
     args.data_dir = resolve({"data_dir": args.data_dir}, "data_dir")
     for name in ("max_docs", "workers", "chunk_size", "vocab_size", "synthetic"):
         v = getattr(args, name)
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.group_by is None:
+        args.group_by = "none" if args.subsets else "level"
     return args
 
 
 def select(args) -> list[tuple[str, str]]:
-    """(group, subset) pairs to analyse."""
+    """(group, subset) pairs to analyse, in the order given (``--subsets``) or the
+    catalogue's; the group is the subset's level (``--group-by level``) or the
+    benchmark (``--group-by none``: the selection stays together)."""
     if args.level:
-        levels = list(LEVELS) if args.level == "all" else [args.level]
         if args.benchmark != "domainsum":
             raise SystemExit("--level applies to --benchmark domainsum only")
-        return [(lvl, d) for lvl in levels for d in LEVELS[lvl]]
-    subsets = ([s.strip() for s in args.subsets.split(",") if s.strip()]
-               if args.subsets else default_subsets(args.benchmark))
-    subsets = list(dict.fromkeys(subsets))  # each once, in the order given
-    if not subsets:
-        raise SystemExit(f"no subsets found for benchmark {args.benchmark!r}")
-    known = default_subsets(args.benchmark)
-    out = []
-    for s in subsets:
-        if s not in known:
-            name = "DomainSum domain" if args.benchmark == "domainsum" else f"{args.benchmark} subset"
-            raise SystemExit(f"unknown {name} {s!r}; known: {', '.join(known)}")
-        out.append((catalog.level_of(args.benchmark, s) or args.benchmark, s))
-    return out
+        levels = list(LEVELS) if args.level == "all" else [args.level]
+        subsets = [d for lvl in levels for d in LEVELS[lvl]]
+    else:
+        subsets = ([s.strip() for s in args.subsets.split(",") if s.strip()]
+                   if args.subsets else default_subsets(args.benchmark))
+        subsets = list(dict.fromkeys(subsets))  # each once, in the order given
+        if not subsets:
+            raise SystemExit(f"no subsets found for benchmark {args.benchmark!r}")
+        known = default_subsets(args.benchmark)
+        for s in subsets:
+            if s not in known:
+                name = "DomainSum domain" if args.benchmark == "domainsum" else f"{args.benchmark} subset"
+                raise SystemExit(f"unknown {name} {s!r}; known: {', '.join(known)}")
+    if args.group_by == "none":
+        return [(args.benchmark, s) for s in subsets]
+    return [(level_of(args.benchmark, s), s) for s in subsets]
+
+
+def level_of(benchmark: str, subset: str) -> str:
+    """The subset's DomainSum level, or the benchmark for the other benchmarks."""
+    return catalog.level_of(benchmark, subset) or benchmark
 
 
 def main(argv: list[str] | None = None) -> int:
+    from custom_metrics.progress import bar as progress_bar
+
     args = parse_args(argv)
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     stop, stop_source = stopwords()
@@ -435,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         splits = ["synthetic"]
     else:
         targets = select(args)
+    progress = False if (args.no_progress or args.quiet) else None
     tokenizer = args.tokenizer or PROFILE_TOKENIZERS[args.profile]
     meta = {"benchmark": "synthetic" if args.synthetic else args.benchmark,
             "profile": args.profile, "tokenizer": tokenizer,
@@ -442,14 +533,18 @@ def main(argv: list[str] | None = None) -> int:
             "splits": splits, "max_docs": args.max_docs,
             "vocab_size": args.vocab_size, "stopwords": stop_source,
             "workers": args.workers, "skip_empty": not args.keep_empty,
-            "drop_duplicates": args.drop_duplicates}
+            "drop_duplicates": args.drop_duplicates,
+            "group_by": "none" if args.synthetic else args.group_by}
 
     rows: list[dict] = []
     vocabs: dict[str, dict[str, list[str]]] = {}
     executor = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
     t_all = time.perf_counter()
+    domains_bar = progress_bar(len(targets), "domains", unit="domain", enabled=progress,
+                               min_total=2)
     try:
         for group, subset in targets:
+            domains_bar.set_postfix_str(f"{subset}: loading")
             if args.synthetic:
                 t0 = time.perf_counter()
                 docs, sums = synthetic_corpus(args.synthetic, args.synthetic_length,
@@ -469,31 +564,35 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"error: {exc}", file=sys.stderr)
                     return 2
             t0 = time.perf_counter()
+            domains_bar.set_postfix_str(f"{subset}: measures")
             stats, counts = analyse_pairs(
                 docs, sums, args.profile, executor, args.chunk_size, args.workers,
                 skip_empty=not args.keep_empty, drop_duplicates=args.drop_duplicates,
-                desc=subset, progress=not args.quiet, tokenizer=tokenizer)
+                desc=subset, progress=progress, tokenizer=tokenizer)
+            domains_bar.set_postfix_str(f"{subset}: vocabulary")
             vocab = domain_vocabulary(counts, args.vocab_size, stop)
             seconds = time.perf_counter() - t0
-            rows.append({"level": group, "domain": subset, "benchmark": meta["benchmark"],
-                         "splits": "+".join(splits), **stats, "vocab_types": len(vocab),
-                         "seconds": seconds})
+            level = "synthetic" if args.synthetic else level_of(args.benchmark, subset)
+            rows.append({"level": level, "group": group, "domain": subset,
+                         "benchmark": meta["benchmark"], "splits": "+".join(splits), **stats,
+                         "vocab_types": len(vocab), "seconds": seconds})
             vocabs.setdefault(group, {})[subset] = vocab
+            domains_bar.update(1)
             if not args.quiet:
-                print(f"{subset}: {stats['n_used']}/{stats['n_pairs']} pairs in "
-                      f"{seconds:.1f} s", file=sys.stderr)
+                domains_bar.write(f"{subset}: {stats['n_used']}/{stats['n_pairs']} pairs in "
+                                  f"{seconds:.1f} s", file=sys.stderr)
     finally:
+        domains_bar.close()
         if executor is not None:
             executor.shutdown()
-    overlaps = {}
-    for group, vs in vocabs.items():
-        names = list(vs)
-        overlaps[group] = {"domains": names, "sizes": [len(vs[n]) for n in names],
-                           "matrix": overlap_matrix([vs[n] for n in names])}
+    notes: list[str] = []
+    overlaps = overlaps_by_group(vocabs, notes) if not args.synthetic else {}
     meta["seconds_total"] = time.perf_counter() - t_all
     written = write_outputs(args.out, rows, overlaps, meta,
-                            plots=not (args.no_plots or args.synthetic))
+                            plots=not (args.no_plots or args.synthetic), notes=notes)
     print(table_markdown(rows, args.profile, splits, tokenizer))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.synthetic:
         r = rows[0]
         print(f"synthetic: {r['n_pairs']:,} {args.synthetic_length}-length pairs measured "

@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fm-variant", choices=("zero", "few"), default=None,
                     help="FM prompts (default: metadata fm_variant, else zero)")
     ap.add_argument("--metadata", default="{}", help="JSON: judge_model, judge_base_url, bertscore_model, ...")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr) while --compute scores")
     return ap
 
 
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     compute = [c.strip() for c in args.compute.split(",") if c.strip()]
-    meta = with_flags(parse_metadata(args.metadata, "meta-eval"), fm_variant=args.fm_variant)
+    meta = with_flags(parse_metadata(args.metadata, "meta-eval"), fm_variant=args.fm_variant,
+                      progress=False if args.no_progress else None)
     judge = judge_config(meta) if "fm" in compute else None
     kappa = [c.strip() for c in args.kappa.split(",")] if args.kappa else None
     if kappa is not None and len(kappa) != 2:
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                   bertscore_model=resolve(meta, "bertscore_model"),
                   bertscore_layers=resolve(meta, "bertscore_layers"),
                   fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
-                  ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"))
+                  ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
+                  progress=resolve(meta, "progress"))
     print(summary["markdown"])
     return 0

@@ -26,11 +26,14 @@ Domains and levels come from the task catalogue (:mod:`lm_eval_tasks.catalog`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+from custom_metrics.progress import is_enabled
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import HUB_SOURCES, DataError, load_split, validate_record
 
@@ -156,6 +159,32 @@ def from_hub(benchmark: str, subsets: list[str], out: Path, splits: list[str]) -
     return written
 
 
+@contextlib.contextmanager
+def hub_bars(on: bool) -> Iterator[None]:
+    """The download bars of ``datasets`` and ``huggingface_hub``, off while ``on`` is False
+    (``--no-progress`` or ``DOMSUM_PROGRESS=0``).
+
+    Why restore afterwards: both switches are process-wide, and ``main`` also runs from
+    Python (tests, notebooks), where later downloads should show their bars again.
+    """
+    if on:
+        yield
+        return
+    import datasets
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    datasets_was_on, hub_was_on = datasets.is_progress_bar_enabled(), not are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if datasets_was_on:
+            datasets.enable_progress_bars()
+        if hub_was_on:
+            enable_progress_bars()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="domsum prepare-data", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -169,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--splits", default="train,validation,test")
     ap.add_argument("--topic-order", default=",".join(DEFAULT_TOPIC_ORDER),
                     help="names for topic1..topic5 of the release")
+    ap.add_argument("--no-progress", action="store_true", help="no download bars (stderr) with --hub")
     args = ap.parse_args(argv)
     try:
         if args.release:
@@ -180,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
                 subsets = [t.subset for t in catalog.select("domainsum", level=args.level, shots=0, variant="")]
             else:
                 subsets = [s for (b, s) in HUB_SOURCES if b == args.benchmark]
-            lines = from_hub(args.benchmark, subsets, args.out, args.splits.split(","))
+            with hub_bars(is_enabled(False if args.no_progress else None)):
+                lines = from_hub(args.benchmark, subsets, args.out, args.splits.split(","))
     except (DataError, catalog.UnknownTask) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -43,7 +43,7 @@ task a samples file name names): the paper's metrics for that benchmark.
 * CCSBench families read the record's control fields (``length_bin``, ``keywords``,
   ``readability``, ``focus``).
 
-Writes, next to each input (or into ``--out-dir``): ``<stem>.scores.jsonl`` (one line
+Writes, next to each input (or into ``--out``): ``<stem>.scores.jsonl`` (one line
 per sample: ``doc_id``, ``id``, ``filter`` (samples files), ``prediction`` and its
 per-document values; NaN written as null) and ``<stem>.summary.json``: corpus scores
 aggregated as the harness does; ``intervals``, a seeded percentile bootstrap 95%
@@ -56,7 +56,11 @@ usage, what each family recorded, the settings and columns used.
 
     domsum rescore out/model/samples_adapteval_pubmed_*.jsonl \\
         --metrics rouge,dvo,judge --judge-model gpt-4o-mini --vocab-dir ~/vocab
-    domsum rescore release/pubmed_predictions.csv --task adapteval_pubmed --metrics rouge
+    domsum rescore release/pubmed_predictions.csv --task adapteval_pubmed --metrics rouge \\
+        --out out/rescored
+
+Progress bars (one per family: ROUGE and DVO per document, BERTScore per encoder batch,
+judge requests) go to stderr; ``--no-progress`` or ``DOMSUM_PROGRESS=0`` turns them off.
 
 The task is looked up in the task catalogue for its benchmark and domain
 (``--benchmark`` / ``--domain`` override them; an input of no suite task needs them
@@ -121,6 +125,9 @@ class Sample:
     extras: dict[str, Any] = field(default_factory=dict)
     #: numbers the input already carries per document (a release's own ROUGE columns)
     given: dict[str, Any] = field(default_factory=dict)
+    #: the harness's own per-document scores of a ``--log_samples`` line (key -> value or
+    #: corpus item), so reports can resample and pair documents without scoring again
+    logged: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -257,6 +264,7 @@ def read_samples(path: Path, filter_key: str | None = None, limit: int | None = 
             reference=checked_text(doc.get("summary", rec.get("target", "")) or "", where, "doc.summary"),
             prediction=checked_text(first_text(resps), where, "filtered_resps").strip(),
             extras=extras,
+            logged={k: rec[k] for k in rec.get("metrics", ()) if isinstance(k, str) and k in rec},
         ))
         if limit is not None and len(samples) >= limit:
             break
@@ -511,7 +519,8 @@ def _context(name: str, keys: list[str], args: argparse.Namespace, task: str | N
         benchmark=benchmark, subset=domain or "",
         settings=family_settings(fam, keys, args.metadata),
         judge=settings.judge_config(args.metadata) if "judge" in fam.needs else None,
-        options=family_options(name, keys, args, task, benchmark))
+        options=family_options(name, keys, args, task, benchmark),
+        progress=settings.resolve(args.metadata, "progress"))
 
 
 def _preflight(fam: registry.Family, ctx: registry.Context, args: argparse.Namespace, why: str | None) -> dict:
@@ -698,7 +707,7 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
                                   "any_unscored": bool(judge_stats.n_failed or judge_stats.empty_skipped)}
 
     # NaN (a metric that does not apply to a document) is written as null: strict JSON
-    scores_path, summary_path = output_paths(path, Path(args.out_dir) if args.out_dir else None)
+    scores_path, summary_path = output_paths(path, Path(args.out) if args.out else None)
     with open(scores_path, "w", encoding="utf-8") as fh:
         for row in per_sample:
             fh.write(json.dumps(json_safe(row), ensure_ascii=False) + "\n")
@@ -740,13 +749,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--reference-column", help="reference summary (summary, reference, target)")
     g.add_argument("--document-column", help="source document (document, article, source, text)")
     g.add_argument("--id-column", help="row id (id, doc_id; default: the row index)")
-    ap.add_argument("--out-dir", help="where to write outputs (default: next to each input)")
+    ap.add_argument("--out", "--out-dir", dest="out", help="output folder (default: next to each input)")
     ap.add_argument("--domain", help="domain for DVO vocabulary and judge prompts (default: the task's, "
                                      "from the catalogue)")
     ap.add_argument("--metadata", default="{}", type=lambda text: parse_metadata(text, "rescore"),
                     help="settings JSON as for lm_eval --metadata (flags below win over it)")
     ap.add_argument("--filter", help="filter key to score (default: the file's first)")
     ap.add_argument("--limit", type=int, help="score only the first N samples")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr) while scoring")
     g = ap.add_argument_group("BERTScore")
     g.add_argument("--bertscore-model", help="encoder (default: DOMSUM_BERTSCORE_MODEL, else roberta-large)")
     g.add_argument("--bertscore-layers", type=int)
@@ -778,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
         judge_model=args.judge_model, judge_base_url=args.judge_base_url,
         judge_concurrency=args.judge_concurrency, judge_cache=args.judge_cache,
         judge_logprobs=args.judge_logprobs, judge_n_samples=args.judge_n_samples,
-        fm_variant=args.fm_variant)
+        fm_variant=args.fm_variant, progress=False if args.no_progress else None)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         explicit = parse_metrics(args.metrics) if args.metrics is not None else None

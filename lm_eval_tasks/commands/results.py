@@ -124,12 +124,7 @@ class Results:
         if (model, setting, task) not in self.origin:
             return None
         path, ts = self.origin[(model, setting, task)]
-        exact = path.parent / f"samples_{task}_{ts}.jsonl"
-        if exact.is_file():
-            return exact
-        found = sorted(p for p in path.parent.glob(f"samples_{task}_*.jsonl")
-                       if (m := _SAMPLES.match(p.name)) and m.group("task") == task)
-        return found[-1] if found else None
+        return samples_file(path, ts, task)
 
     def samples(self, model: str, setting: str, task: str):
         """Logged samples (:class:`~lm_eval_tasks.commands.rescore.Sample`: prediction, reference, ...) or None."""
@@ -145,27 +140,25 @@ class Results:
             return None
 
 
+def samples_file(results_path: Path, ts: str, task: str) -> Path | None:
+    """The ``samples_<task>_<ts>.jsonl`` written with a results file, else the latest one
+    for ``task`` in the same folder (a run resumed into the folder)."""
+    exact = results_path.parent / f"samples_{task}_{ts}.jsonl"
+    if exact.is_file():
+        return exact
+    found = sorted(p for p in results_path.parent.glob(f"samples_{task}_*.jsonl")
+                   if (m := _SAMPLES.match(p.name)) and m.group("task") == task)
+    return found[-1] if found else None
+
+
 def find_results_files(folder: Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("results_*.json") if _RESULTS.match(p.name))
 
 
-def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
-                 fine_tuned: Sequence[str | Path] = ()) -> Results:
-    """Tidy frame of every metric value under ``folders`` (latest per model+setting+task).
-
-    ``folders`` items are paths, ``"DIR=label"`` strings or (path, label) tuples;
-    folders in ``fine_tuned`` are labelled ``fine-tuned``.
-    """
-    ft = {Path(p).resolve() for p in fine_tuned}
-    problems: list[str] = []
-    latest: dict[tuple[str, str, str], tuple[str, Path, dict]] = {}
-    for item in folders:
-        if isinstance(item, tuple):
-            folder, label = Path(item[0]), item[1]
-        else:
-            folder, label = parse_folder_spec(str(item))
-        if label is None and folder.resolve() in ft:
-            label = "fine-tuned"
+def read_results_files(folders: Iterable[tuple[Path, str | None]], problems: list[str]):
+    """``(path, timestamp, label, parsed JSON)`` of every readable results file under the
+    labelled folders; what cannot be read is appended to ``problems`` (never raised)."""
+    for folder, label in folders:
         if not folder.is_dir():
             problems.append(f"{folder}: not a folder")
             continue
@@ -182,17 +175,35 @@ def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 problems.append(f"{path}: no 'results' object")
                 continue
-            config = data.get("config") or {}
-            model = path.parent.resolve().name or "model"
-            peft = "peft=" in _model_args_text(config)
-            for task, metrics in data["results"].items():
-                if not isinstance(metrics, dict):
-                    continue
-                _, _, _, shots = task_facts(task)
-                setting = label or ("fine-tuned" if peft else setting_of(shots))
-                key = (model, setting, task)
-                if key not in latest or ts >= latest[key][0]:
-                    latest[key] = (ts, path, metrics)
+            yield path, ts, label, data
+
+
+def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
+                 fine_tuned: Sequence[str | Path] = ()) -> Results:
+    """Tidy frame of every metric value under ``folders`` (latest per model+setting+task).
+
+    ``folders`` items are paths, ``"DIR=label"`` strings or (path, label) tuples;
+    folders in ``fine_tuned`` are labelled ``fine-tuned``.
+    """
+    ft = {Path(p).resolve() for p in fine_tuned}
+    problems: list[str] = []
+    latest: dict[tuple[str, str, str], tuple[str, Path, dict]] = {}
+    labelled = []
+    for item in folders:
+        folder, label = (Path(item[0]), item[1]) if isinstance(item, tuple) else parse_folder_spec(str(item))
+        labelled.append((folder, label or ("fine-tuned" if folder.resolve() in ft else None)))
+    for path, ts, label, data in read_results_files(labelled, problems):
+        config = data.get("config") or {}
+        model = path.parent.resolve().name or "model"
+        peft = "peft=" in _model_args_text(config)
+        for task, metrics in data["results"].items():
+            if not isinstance(metrics, dict):
+                continue
+            _, _, _, shots = task_facts(task)
+            setting = label or ("fine-tuned" if peft else setting_of(shots))
+            key = (model, setting, task)
+            if key not in latest or ts >= latest[key][0]:
+                latest[key] = (ts, path, metrics)
     rows = []
     origin = {}
     for (model, setting, task), (ts, path, metrics) in sorted(latest.items()):

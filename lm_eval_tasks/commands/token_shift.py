@@ -35,11 +35,11 @@ tokenizer's offsets). Overall = mean over documents; ``pooled`` = over all posit
 
     domsum token-shift --samples out/.../samples_adapteval_pubmed_<date>.jsonl \\
         --base meta-llama/Llama-2-7b-hf --adapted-peft out/lora_pubmed \\
-        --dtype bfloat16 --output shift.json --csv shift.csv
+        --dtype bfloat16 --out shift.json --csv shift.csv
     domsum token-shift --mode prompt --model meta-llama/Llama-2-7b-chat-hf \\
         --samples samples_adapteval_pubmed_2shot_<date>.jsonl --rebuild-zero-shot
 
-The domain vocabulary: ``--vocab FILE``, else the task's (``--task`` or the task name in
+The domain vocabulary: ``--vocabulary FILE``, else the task's (``--task`` or the task name in
 the samples file name, looked up in the task catalogue for its benchmark and subset)
 under ``--vocab-dir`` / ``$DOMSUM_VOCAB_DIR`` / ``~/.cache/domsum/vocab`` (built by
 ``domsum build-vocab``); ``--no-vocab`` skips
@@ -429,12 +429,13 @@ class ShiftConfig:
 
 
 def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
-                  csv_path: str | Path | None = None, progress: bool = False,
+                  csv_path: str | Path | None = None, progress: bool | None = False,
                   top_tokens: int = 20) -> dict[str, Any]:
     """Run the comparison; return ``{"config", "overall", "top_shifted_tokens",
     "documents"}``. Per-document rows are streamed to ``csv_path`` as they come."""
     import torch
-    from tqdm import tqdm
+
+    from custom_metrics.progress import track
 
     if cfg.mode not in ("model", "prompt"):
         raise ValueError(f"mode must be 'model' or 'prompt', got {cfg.mode!r}")
@@ -486,8 +487,7 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
     t0 = time.perf_counter()
     try:
         samples = iter_samples(cfg.samples, cfg.filter)
-        for i, (where, sample) in enumerate(tqdm(samples, total=cfg.limit, unit=" doc",
-                                                 disable=not progress, file=sys.stderr)):
+        for i, (where, sample) in enumerate(track(samples, "token shift", total=cfg.limit, enabled=progress)):
             if cfg.limit is not None and i >= cfg.limit:
                 break
             adapted_prompt = sample_prompt(sample, where)
@@ -586,7 +586,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="which summary to read: the generation (resps, default), after filters, or the reference")
     g.add_argument("--filter", help="use the sample lines of this filter (default: the first per doc_id)")
     g.add_argument("--limit", type=int, help="only the first N documents")
-    g.add_argument("--vocab", help="domain vocabulary file (default: the task's, see --task)")
+    g.add_argument("--vocabulary", "--vocab", dest="vocabulary",
+                   help="domain vocabulary file (default: the task's, see --task)")
     g.add_argument("--task", help="task name for the vocabulary (default: from the samples file name)")
     g.add_argument("--vocab-dir", help="vocabulary root (default: $DOMSUM_VOCAB_DIR, ~/.cache/domsum/vocab)")
     g.add_argument("--no-vocab", action="store_true", help="skip the domain-vocabulary statistics")
@@ -598,9 +599,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="special tokens on the prompt (default: as lm-eval, the tokenizer's default)")
     g.add_argument("--trust-remote-code", action="store_true")
     g = p.add_argument_group("output")
-    g.add_argument("--output", help="JSON file: config, overall, top shifted tokens, per-document rows")
+    g.add_argument("--out", "--output", dest="out",
+                   help="JSON file: config, overall, top shifted tokens, per-document rows")
     g.add_argument("--csv", help="CSV file of per-document rows (streamed)")
-    g.add_argument("--no-progress", action="store_true")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar (stderr)")
     return p
 
 
@@ -613,11 +615,12 @@ def _vocabulary(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[l
     if args.no_vocab:
         return None, None
     try:
-        if args.vocab:
-            return load_vocabulary(args.vocab), args.vocab
+        if args.vocabulary:
+            return load_vocabulary(args.vocabulary), args.vocabulary
         task = args.task or task_from_samples_name(args.samples)
         if not task:
-            p.error("cannot tell the task from the samples file name: pass --vocab FILE, --task NAME or --no-vocab")
+            p.error("cannot tell the task from the samples file name: "
+                    "pass --vocabulary FILE, --task NAME or --no-vocab")
         benchmark, subset = task_target(task)
         path = vocabulary_path(benchmark, subset, resolve({"vocab_dir": args.vocab_dir}, "vocab_dir"))
         return load_vocabulary(path), str(path)
@@ -672,13 +675,13 @@ def main(argv: list[str] | None = None) -> int:
     vocabulary, vocab_source = _vocabulary(args, p)
     cfg.vocab = vocab_source
     try:
-        result = compute_shift(cfg, vocabulary, args.csv, progress=not args.no_progress)
+        result = compute_shift(cfg, vocabulary, args.csv, progress=False if args.no_progress else None)
     except ValueError as exc:  # SamplesError, TokenizerMismatchError, bad settings
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as fh:
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=2, ensure_ascii=False, default=str)
     o = result["overall"]
     print(f"{result['config']['base_label']}  ->  {result['config']['adapted_label']}")
@@ -689,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, sfx in (("all", ""), ("domain words", "_vocab")):
         print(f"{label:14}{_fmt(o['kl' + sfx]):>10}{_fmt(o['shift_rate' + sfx]):>10}"
               f"{_fmt(o['marginal_rate' + sfx]):>12}{_fmt(o['unshifted_rate' + sfx]):>13}")
-    if args.output:
-        print(f"written: {args.output}" + (f", {args.csv}" if args.csv else ""))
+    if args.out:
+        print(f"written: {args.out}" + (f", {args.csv}" if args.csv else ""))
     return 0
 

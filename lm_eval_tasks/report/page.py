@@ -1,0 +1,142 @@
+"""Writing a report: every table as Markdown, CSV and LaTeX, ``report.md``, ``scores.csv``
+and one self-contained ``report.html``.
+
+Why self-contained: a report is mailed, attached to a pull request or opened from an
+archive years later; figures are embedded as base64 PNG and the style is inline, so
+the page needs no other file, no network and no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lm_eval_tasks.commands.results import markdown_table, write_table
+from lm_eval_tasks.report.figures import Figures
+from lm_eval_tasks.report.runs import Runs
+from lm_eval_tasks.report.tables import Builder, Table
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
+color:#1f2328;line-height:1.45;padding:0 1rem}
+h1{font-size:1.7rem;margin-bottom:.2rem}h2{font-size:1.3rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de;
+padding-bottom:.3rem}h3{font-size:1.05rem;margin-top:1.6rem}
+.meta{color:#57606a;font-size:.9rem}
+.scroll{overflow-x:auto;margin:.6rem 0}
+table{border-collapse:collapse;font-size:.86rem;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #d0d7de;padding:.28rem .55rem;text-align:right;white-space:nowrap}
+th{background:#f6f8fa;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
+tr:nth-child(even) td{background:#fbfcfd}
+td.sig{font-weight:600;color:#0a6b2d}
+.caption{color:#57606a;font-size:.85rem;max-width:70rem}
+figure{margin:1.2rem 0;display:inline-block;vertical-align:top;max-width:100%}
+figure img{max-width:100%;height:auto;border:1px solid #eaeef2}
+figcaption{color:#57606a;font-size:.85rem;max-width:46rem}
+ul.notes li{color:#6e4b00}
+nav ol{columns:2;font-size:.9rem}
+"""
+
+
+def write_tables(out: Path, tables: Sequence[Table]) -> list[Path]:
+    written = []
+    for t in tables:
+        written += list(write_table(out / "tables", t.name, t.header, t.rows, t.title)[:3])
+    return written
+
+
+def write_scores_csv(path: Path, builder: Builder) -> Path:
+    """Every (run, key) estimate in long form: the machine-readable twin of the tables."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "base", "adapter", "trained_on", "benchmark", "subset", "task", "shots",
+                    "key", "value", "ci_low", "ci_high", "stderr", "n_documents", "results_file"])
+        for r in builder.runs.runs:
+            for key in sorted(r.values):
+                e = builder.est(r, key)
+                w.writerow([r.system.label, r.system.base, r.system.adapter or "", r.system.trained_on or "",
+                            r.benchmark, r.subset, r.task, r.shots, key, _num(e.value), _num(e.low),
+                            _num(e.high), _num(e.stderr), e.n, str(r.results_file)])
+    return path
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+
+def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str]) -> str:
+    parts = ["# Evaluation report\n"]
+    for t in tables:
+        parts.append(f"## {t.title}\n")
+        if t.caption:
+            parts.append(t.caption + "\n")
+        parts.append(markdown_table(t.header, t.rows))
+        parts += [f"- {n}" for n in t.notes]
+        parts.append("")
+    if figs.drawn:
+        parts.append("## Figures\n")
+        parts += [f"- [{f.title}](figures/{f.path.name})" for f in figs.drawn]
+        parts.append("")
+    if notes or figs.skipped:
+        parts.append("## Notes\n")
+        parts += [f"- {n}" for n in [*notes, *figs.skipped]]
+    return "\n".join(parts) + "\n"
+
+
+def _table_html(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
+    body = []
+    for row in t.rows:
+        cells = []
+        for h, c in zip(t.header, row):
+            cls = ' class="sig"' if (h == "p" or h.startswith("p (")) and c.endswith("*") else ""
+            cells.append(f"<td{cls}>{html.escape(c)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in t.notes)
+    return (f'<h3 id="{html.escape(t.name)}">{html.escape(t.title)}</h3>'
+            + (f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else "")
+            + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+            + (f'<ul class="notes">{notes}</ul>' if notes else ""))
+
+
+def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str]) -> str:
+    """The self-contained HTML report."""
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    systems = sorted({r.system.label for r in runs.runs})
+    toc = "".join(f'<li><a href="#{html.escape(t.name)}">{html.escape(t.title)}</a></li>' for t in tables)
+    run_rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+            r.system.label, r.task, r.setting, len(r.samples) or "n/a", r.results_file.name)) + "</tr>"
+        for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
+    figures = "".join(
+        f'<figure><img alt="{html.escape(f.title)}" src="data:image/png;base64,'
+        f'{base64.b64encode(f.path.read_bytes()).decode("ascii")}"><figcaption><b>{html.escape(f.title)}.</b> '
+        f'{html.escape(f.caption)}</figcaption></figure>' for f in figs.drawn)
+    all_notes = [*notes, *figs.skipped]
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Evaluation report: {html.escape(", ".join(systems))}</title><style>{STYLE}</style></head>
+<body>
+<h1>Evaluation report</h1>
+<p class="meta">{len(runs.runs)} runs of {len(systems)} systems ({html.escape(", ".join(systems))}) from
+{html.escape(", ".join(sources))}; written {when} by <code>domsum report</code>.</p>
+<nav><ol>{toc}<li><a href="#figures">Figures</a></li><li><a href="#runs">Runs</a></li></ol></nav>
+<h2>Tables</h2>
+{"".join(_table_html(t) for t in tables) or "<p>No suite task found in the given folders.</p>"}
+<h2 id="figures">Figures</h2>
+{figures or "<p>No figure had anything to show.</p>"}
+<h2 id="runs">Runs</h2>
+<div class="scroll"><table><thead><tr><th>System</th><th>Task</th><th>Setting</th><th>Documents</th>
+<th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
+{('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
+ if all_notes else ""}
+</body></html>
+"""
+
+
+__all__ = ["markdown", "page", "write_scores_csv", "write_tables"]

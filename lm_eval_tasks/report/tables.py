@@ -1,0 +1,370 @@
+"""The papers' tables, built from runs: one :class:`Table` each, written by :mod:`~lm_eval_tasks.report.write`.
+
+* ``<benchmark>_scores``: every run, one row per system, setting and subset, the
+  benchmark's headline keys with 95 % bootstrap intervals over documents (CCSBench and
+  medqsum tables; the long form of the others).
+* ``<benchmark>_settings``: DomainSum Table 2 layout — zero-shot vs few-shot per model
+  and domain, the difference and its paired p-value (same documents).
+* ``<benchmark>_finetuned``: DomainSum Table 3 — each fine-tuned system on the task it
+  was trained on beside its base model (same shots), the difference and its p-value.
+* ``<benchmark>_cross_domain_<key>``: DomainSum Table 6 — rows the domain a system was
+  fine-tuned on, columns the domain evaluated, one matrix per base model and key; every
+  evaluated cell is kept, nothing is invented.
+* ``adapteval_table3``: AdaptEval Table 3 — per model and setting, BERTScore, DVO and
+  ROUGE per domain.
+* ``significance``: every pair of runs on the same documents, per headline key.
+
+Fractions are shown x100 (the papers' scale); DVO is already a percentage.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lm_eval_tasks import catalog
+from lm_eval_tasks.commands.results import scale
+from lm_eval_tasks.report.runs import Run, Runs
+from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
+
+#: the keys each benchmark's paper tables print, with their column names (ordered)
+HEADLINE: dict[str, tuple[tuple[str, str], ...]] = {
+    "domainsum": (("rouge_geo", "ROUGE"), ("rouge_mean", "ROUGE (release mean)"),
+                  ("bertscore_f1", "BERTScore")),
+    "adapteval": (("bertscore_f1", "BERTScore"), ("dvo", "DVO"), ("rouge_geo", "ROUGE"),
+                  ("domain_adaptation", "Domain adaptation"), ("coherence", "Coherence"),
+                  ("fluency", "Fluency"), ("fm", "FM")),
+    "ccsbench": (("length_pcc", "Length PCC"), ("length_mad", "Length MAD"),
+                 ("keyword_sr", "Keyword SR"), ("fkgl_normal", "FKGL normal"),
+                 ("fkgl_high", "FKGL high"), ("delta_fkgl", "ΔFKGL"),
+                 ("focus_macro_f1", "Focus F1"), ("rouge_geo", "ROUGE")),
+}
+#: significance marker: p below this
+ALPHA = 0.05
+
+
+@dataclass
+class Table:
+    """A titled table of display strings, with the notes that explain its gaps."""
+
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Options:
+    n_boot: int = 1000
+    resamples: int = 1000
+    test: str = "permutation"
+    seed: int = 1234
+
+
+class Builder:
+    """Builds every table of a set of runs; caches estimates and tests (each computed once)."""
+
+    def __init__(self, runs: Runs, options: Options | None = None) -> None:
+        self.runs = runs
+        self.opt = options or Options()
+        self._est: dict[tuple[int, str], Estimate] = {}
+        self._cmp: dict[tuple[int, int, str], Comparison | None] = {}
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------ numbers
+
+    def est(self, run: Run, key: str) -> Estimate:
+        k = (id(run), key)
+        if k not in self._est:
+            self._est[k] = estimate(run, key, self.opt.n_boot, self.opt.seed)
+            e = self._est[k]
+            if e.agrees is False:
+                self.notes.append(f"{run.system.label} / {run.task}: {key} refolded from the samples "
+                                  f"differs from the results file ({run.values.get(key)}); the "
+                                  "samples may belong to another run")
+        return self._est[k]
+
+    def compare(self, a: Run, b: Run, key: str) -> Comparison | None:
+        k = (id(a), id(b), key)
+        if k not in self._cmp:
+            self._cmp[k] = paired(a, b, key, self.opt.test, self.opt.resamples, self.opt.seed)
+        return self._cmp[k]
+
+    def headline(self, benchmark: str) -> list[tuple[str, str]]:
+        """The headline keys present in the benchmark's runs (every averaged key for medqsum)."""
+        present = {k for r in self.runs.of(benchmark) for k, v in r.values.items()}
+        if benchmark in HEADLINE:
+            return [(k, name) for k, name in HEADLINE[benchmark] if k in present]
+        ordered: list[str] = []
+        for r in self.runs.of(benchmark):
+            for k in catalog.metric_keys(r.spec):
+                if k in present and k not in ordered and aggregation_of(k) != "sum":
+                    ordered.append(k)
+        return [(k, k) for k in ordered]
+
+    # ------------------------------------------------------------ cells
+
+    @staticmethod
+    def number(value: float, key: str) -> str:
+        return "n/a" if not math.isfinite(value) else f"{value * scale(key):.2f}"
+
+    def cell(self, run: Run | None, key: str) -> str:
+        if run is None or key not in run.values:
+            return "n/a"
+        e = self.est(run, key)
+        text = self.number(e.value, key)
+        if math.isfinite(e.value) and math.isfinite(e.low) and math.isfinite(e.high):
+            text += f" [{e.low * scale(key):.2f}, {e.high * scale(key):.2f}]"
+        return text
+
+    def delta(self, a: Run | None, b: Run | None, key: str) -> tuple[str, str]:
+        """(``b - a`` on shared documents, p-value) as display strings."""
+        if a is None or b is None or key not in a.values or key not in b.values:
+            return "n/a", "n/a"
+        c = self.compare(b, a, key)
+        if c is None:
+            diff = b.values[key] - a.values[key]
+            return (f"{diff * scale(key):+.2f}" if math.isfinite(diff) else "n/a"), "n/a (no shared samples)"
+        return f"{c.result.delta * scale(key):+.2f}", p_text(c.result.p_value)
+
+    # ------------------------------------------------------------ tables
+
+    def scores(self, benchmark: str) -> Table | None:
+        runs = sorted(self.runs.of(benchmark), key=lambda r: (r.system.label, r.shots, order(r)))
+        keys = self.headline(benchmark)
+        if not runs or not keys:
+            return None
+        with_level = benchmark == "domainsum"
+        header = ["System", "Setting"] + (["Level"] if with_level else []) + ["Subset", "n"] + [n for _, n in keys]
+        rows = []
+        for r in runs:
+            variant = f" ({r.spec.variant})" if r.spec and r.spec.variant else ""
+            rows.append([r.system.label, r.setting] + ([r.spec.level or ""] if with_level else [])
+                        + [r.subset + variant, str(len(r.samples) or "n/a")]
+                        + [self.cell(r, k) for k, _ in keys])
+        return Table(f"{benchmark}_scores", f"{paper(benchmark)}: scores per system, setting and subset",
+                     header, rows, caption=ci_caption(self.opt))
+
+    def settings(self, benchmark: str) -> Table | None:
+        """Zero-shot vs few-shot of each base system per subset (DomainSum Table 2)."""
+        base = [r for r in self.runs.of(benchmark) if not r.system.fine_tuned and not r.spec.variant]
+        shots = sorted({r.shots for r in base})
+        if len(shots) < 2:
+            return None
+        first, other = shots[0], shots[1:]
+        keys = self.headline(benchmark)
+        header = ["System", "Subset"]
+        for _, name in keys:
+            for s in shots:
+                header.append(f"{name} {s}-shot")
+            for s in other:
+                header += [f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
+        rows = []
+        systems = sorted({(r.system.label, r.system.identity): r.system for r in base}.items())
+        for (_, _), system in systems:
+            for subset in subsets_of(base, benchmark):
+                found = {s: self.runs.find(system, benchmark, subset, s) for s in shots}
+                if sum(v is not None for v in found.values()) < 1:
+                    continue
+                row = [system.label, subset]
+                for key, _ in keys:
+                    row += [self.cell(found[s], key) for s in shots]
+                    for s in other:
+                        row += list(self.delta(found[first], found[s], key))
+                rows.append(row)
+        if not rows:
+            return None
+        return Table(f"{benchmark}_settings",
+                     f"{paper(benchmark)}: {first}-shot vs " + ", ".join(f"{s}-shot" for s in other)
+                     + " (DomainSum Table 2 layout)", header, rows,
+                     caption=ci_caption(self.opt) + " " + test_caption(self.opt))
+
+    def finetuned(self, benchmark: str) -> Table | None:
+        """Each fine-tuned system beside the model it was tuned from (DomainSum Table 3)."""
+        tuned = [r for r in self.runs.of(benchmark) if r.system.fine_tuned]
+        if not tuned:
+            return None
+        keys = self.headline(benchmark)
+        header = ["System", "Trained on", "Subset", "Setting"]
+        for _, name in keys:
+            header += [f"{name}", f"{name} base", f"Δ {name}", f"p ({name})"]
+        rows, notes = [], []
+        for r in sorted(tuned, key=lambda r: (r.system.label, order(r), r.shots)):
+            if r.system.trained_on and lookup_subset(r.system.trained_on) not in (None, r.subset):
+                continue  # an off-domain evaluation: the cross-domain matrix holds it
+            base_run = self.base_run(r)
+            if base_run is None:
+                notes.append(f"{r.system.label}: no run of its base model on {r.task} (Δ is n/a)")
+            row = [r.system.label, r.system.trained_on or "unknown", r.subset, r.setting]
+            for key, _ in keys:
+                row += [self.cell(r, key), self.cell(base_run, key), *self.delta(base_run, r, key)]
+            rows.append(row)
+        if not rows:
+            return None
+        return Table(f"{benchmark}_finetuned", f"{paper(benchmark)}: fine-tuned vs base model, in-domain "
+                     "(DomainSum Table 3 layout)", header, rows,
+                     caption=ci_caption(self.opt) + " " + test_caption(self.opt), notes=notes)
+
+    def base_run(self, run: Run) -> Run | None:
+        identity = run.system.base_identity
+        if identity is None:
+            return None
+        base = next((s for s in self.runs.systems() if s.identity == identity), None)
+        if base is None:
+            return None
+        return self.runs.find(base, run.benchmark, run.subset, run.shots, run.spec.variant)
+
+    def cross_domain(self, benchmark: str) -> list[Table]:
+        """Source (fine-tuning subset) x target (evaluated subset) matrices per base model (Table 6)."""
+        tuned = [r for r in self.runs.of(benchmark)
+                 if r.system.trained_on and lookup_subset(r.system.trained_on) and not r.spec.variant
+                 and r.shots == 0]
+        out = []
+        for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
+            group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base]
+            sources = ordered_subsets(benchmark, {lookup_subset(r.system.trained_on) for r in group})
+            targets = ordered_subsets(benchmark, {r.subset for r in group})
+            if len(targets) < 2 and len(sources) < 2:
+                continue  # one cell is the fine-tuned table's row, not a matrix
+            base_label = base_label_of(self.runs, base)
+            for key, name in self.headline(benchmark):
+                cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
+                header = ["trained on \\ evaluated on"] + targets
+                rows = []
+                for s in sources:
+                    row = [s]
+                    for t in targets:
+                        run = cells.get((s, t))
+                        row.append(self.number(self.est(run, key).value, key) if run else "—")
+                    rows.append(row)
+                out.append(Table(f"{benchmark}_cross_domain_{key}",
+                                 f"{paper(benchmark)}: cross-domain {name} of {base_label} fine-tuned per "
+                                 "domain (DomainSum Table 6 layout)", header, rows,
+                                 caption="Rows: the domain the system was fine-tuned on; columns: the "
+                                 "domain evaluated; the diagonal is in-domain; — = not evaluated."))
+        return out
+
+    def adapteval_table3(self) -> Table | None:
+        runs = self.runs.of("adapteval")
+        runs = [r for r in runs if not r.spec.variant]
+        if not runs:
+            return None
+        domains = subsets_of(runs, "adapteval")
+        keys = [(k, n) for k, n in self.headline("adapteval") if k in ("bertscore_f1", "dvo", "rouge_geo")]
+        header = ["System", "Setting"] + [f"{d} {n}" for d in domains for _, n in keys]
+        rows = []
+        for (label, fine, shots) in sorted({(r.system.label, r.system.fine_tuned, r.shots) for r in runs}):
+            system = next(r.system for r in runs if r.system.label == label)
+            setting = "fine-tuned" if fine else f"{shots}-shot"
+            row = [label, setting]
+            for d in domains:
+                run = self.runs.find(system, "adapteval", d, shots)
+                row += [self.number(self.est(run, k).value, k) if run and k in run.values else "n/a"
+                        for k, _ in keys]
+            rows.append(row)
+        return Table("adapteval_table3", "AdaptEval: BERTScore, DVO and ROUGE per domain and setting "
+                     "(Table 3 layout)", header, rows,
+                     caption="BERTScore F1 and ROUGE (geometric mean of ROUGE-1/2/L) x100; DVO in %.")
+
+    def significance(self) -> Table | None:
+        header = ["Benchmark", "Subset", "Key", "A", "B", "A − B", "p", "documents"]
+        rows = []
+        for benchmark in self.runs.benchmarks():
+            runs = [r for r in self.runs.of(benchmark) if r.samples]
+            for subset in subsets_of(runs, benchmark):
+                here = sorted((r for r in runs if r.subset == subset),
+                              key=lambda r: (r.system.fine_tuned, r.system.label, r.shots, r.spec.variant))
+                for a, b in itertools.combinations(here, 2):
+                    if (a.shots, a.spec.variant) != (b.shots, b.spec.variant):
+                        continue  # one system across settings: the settings table tests it
+                    for key, name in self.headline(benchmark):
+                        if key not in a.values or key not in b.values:
+                            continue
+                        c = self.compare(a, b, key)
+                        if c is None:
+                            continue
+                        rows.append([benchmark, subset, name, a.series, b.series,
+                                     f"{c.result.delta * scale(key):+.2f}", p_text(c.result.p_value),
+                                     str(c.shared)])
+        if not rows:
+            return None
+        return Table("significance", "Paired significance tests between systems on the same documents "
+                     "and setting",
+                     header, rows, caption=test_caption(self.opt) + f" * marks p < {ALPHA}.")
+
+    def all(self) -> list[Table]:
+        tables: list[Table | None] = []
+        for b in self.runs.benchmarks():
+            tables.append(self.settings(b))
+            tables.append(self.finetuned(b))
+            tables.extend(self.cross_domain(b))
+            if b == "adapteval":
+                tables.append(self.adapteval_table3())
+            tables.append(self.scores(b))
+        tables.append(self.significance())
+        return [t for t in tables if t is not None]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def p_text(p: float) -> str:
+    if not math.isfinite(p):
+        return "n/a"
+    return (f"{p:.3f}" if p >= 0.001 else "<0.001") + ("*" if p < ALPHA else "")
+
+
+def ci_caption(opt: Options) -> str:
+    return (f"Brackets: 95 % percentile bootstrap interval over documents ({opt.n_boot} resamples, "
+            f"seed {opt.seed}) from the logged per-document scores." if opt.n_boot > 0 else "")
+
+
+def test_caption(opt: Options) -> str:
+    what = ("two-sided paired permutation test (documents' scores swapped between the two runs)"
+            if opt.test == "permutation" else "one-sided paired bootstrap test (Berg-Kirkpatrick et al. 2012)")
+    return f"p: {what}, {opt.resamples} resamples (exact when 2^n is fewer), seed {opt.seed}."
+
+
+def paper(benchmark: str) -> str:
+    return {"domainsum": "DomainSum", "adapteval": "AdaptEval", "ccsbench": "CCSBench",
+            "medqsum": "Medical question summarization"}.get(benchmark, benchmark)
+
+
+def order(run: Run) -> int:
+    subs = list(catalog.subsets(run.benchmark)) if run.benchmark else []
+    return subs.index(run.subset) if run.subset in subs else len(subs)
+
+
+def ordered_subsets(benchmark: str, present: set[str | None]) -> list[str]:
+    subs = [s for s in catalog.subsets(benchmark) if s in present]
+    return subs + sorted(str(s) for s in present - set(subs) if s)
+
+
+def subsets_of(runs: Sequence[Run], benchmark: str) -> list[str]:
+    return ordered_subsets(benchmark, {r.subset for r in runs})
+
+
+def lookup_subset(task: str | None) -> str | None:
+    """The subset of a catalogue task name (a run card's ``task``), None if unknown."""
+    if not task:
+        return None
+    try:
+        return catalog.lookup(task).subset
+    except catalog.UnknownTask:
+        return None
+
+
+def base_label_of(runs: Runs, identity: tuple[str, str | None]) -> str:
+    system = next((s for s in runs.systems() if s.identity == identity), None)
+    if system is not None:
+        return system.label
+    from lm_eval_tasks.report.runs import short_name
+
+    return short_name(identity[0])
+
+
+__all__ = ["ALPHA", "Builder", "HEADLINE", "Options", "Table", "p_text"]
