@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -241,21 +242,13 @@ def _cell_text(v: float, diverging: bool) -> str:
     return f"{abs(v) if round(v, 1) == 0 else v:.1f}"
 
 
-def heatmap(
-    path: str | Path,
-    title: str,
-    labels: Sequence[str],
-    matrix: Sequence[Sequence[float]] | np.ndarray,
-    value_label: str = "overlap (%)",
-    row_labels: Sequence[str] | None = None,
-    vmin: float | None = None,
-    vmax: float | None = None,
-    mask_diagonal: bool = False,
-    diverging: bool = False,
-    groups: Mapping[str, str] | None = None,
-    outline_diagonal: bool = False,
-) -> Path:
+def heatmap(path: str | Path, title: str, labels: Sequence[str],
+            matrix: Sequence[Sequence[float]] | np.ndarray, value_label: str = "overlap (%)",
+            **options: Any) -> Path:
     """Annotated heat map of ``matrix`` (rows x columns; cell text: one decimal).
+
+    ``options`` are the keywords of :func:`_heatmap_figure` (``row_labels``, ``vmin``, ``vmax``, ``mask_diagonal``, ``diverging``, ``groups``,
+    ``outline_diagonal``):
 
     * ``labels`` name the columns, ``row_labels`` the rows (default: ``labels``); the
       matrix need not be square.
@@ -275,8 +268,7 @@ def heatmap(
     Raises :class:`NothingToPlot` when no finite, unmasked cell exists; ValueError
     when the matrix shape does not match the labels.
     """
-    return _save(_heatmap_figure(title, labels, matrix, value_label, row_labels, vmin, vmax,
-                                 mask_diagonal, diverging, groups, outline_diagonal), Path(path))
+    return _save(_heatmap_figure(title, labels, matrix, value_label, **options), Path(path))
 
 
 def _heatmap_figure(
