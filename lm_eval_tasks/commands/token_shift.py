@@ -71,6 +71,7 @@ from custom_metrics.token_shift import (
     position_shift,
     summarize_shift,
 )
+from lm_eval_tasks.data.loader import json_lines
 
 log = logging.getLogger("token_shift")
 
@@ -159,24 +160,16 @@ def iter_samples(path: str | Path, filter_name: str | None = None) -> Iterator[t
     if not path.is_file():
         raise SamplesError(f"samples file not found: {path}")
     seen: set = set()
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}, line {lineno}"
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SamplesError(f"{where}: invalid JSON ({exc.msg})") from None
-            if not isinstance(sample, dict) or "doc_id" not in sample:
-                raise SamplesError(f"{where}: not an lm-eval sample (no doc_id)")
-            if filter_name is not None and sample.get("filter") != filter_name:
-                continue
-            key = json.dumps(sample["doc_id"])
-            if key in seen:
-                continue
-            seen.add(key)
-            yield f"{where} (doc_id {sample['doc_id']})", sample
+    for where, sample in json_lines(path, error=SamplesError):
+        if not isinstance(sample, dict) or "doc_id" not in sample:
+            raise SamplesError(f"{where}: not an lm-eval sample (no doc_id)")
+        if filter_name is not None and sample.get("filter") != filter_name:
+            continue
+        key = json.dumps(sample["doc_id"])
+        if key in seen:
+            continue
+        seen.add(key)
+        yield f"{where} (doc_id {sample['doc_id']})", sample
 
 
 def index_prompts(path: str | Path, filter_name: str | None = None) -> dict[str, tuple[str, str | None]]:

@@ -72,29 +72,36 @@ def validate_record(rec: Any, required: Sequence[str], where: str) -> dict:
     return rec
 
 
-def iter_jsonl(
-    path: Path, required: Sequence[str] = DEFAULT_FIELDS, task: str | None = None
-) -> Iterator[dict]:
-    """Stream validated records from a JSONL file (blank lines skipped).
+def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError) -> Iterator[tuple[str, Any]]:
+    """``(where, parsed value)`` of every non-blank line of a JSON-lines file.
 
-    Lines are decoded one by one so that bad UTF-8 is reported with its line number,
-    not as a bare ``UnicodeDecodeError`` from deep inside the file iterator.
+    ``where`` is ``"<prefix><path>, line <n>"``, for the caller's own messages. Lines are
+    decoded one by one so that bad UTF-8 is reported with its line number, not as a bare
+    ``UnicodeDecodeError`` from deep inside the file iterator; bad UTF-8 and invalid JSON
+    raise ``error`` naming the file and line.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            where = f"{_where(task)}{path}, line {lineno}"
+            where = f"{prefix}{path}, line {lineno}"
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); "
-                                f"re-encode the file as UTF-8") from None
+                raise error(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); "
+                            f"re-encode the file as UTF-8") from None
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                yield where, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: invalid JSON ({exc.msg})") from None
-            yield validate_record(rec, required, where)
+                raise error(f"{where}: invalid JSON ({exc.msg})") from None
+
+
+def iter_jsonl(
+    path: Path, required: Sequence[str] = DEFAULT_FIELDS, task: str | None = None
+) -> Iterator[dict]:
+    """Stream validated records from a JSONL file (blank lines skipped)."""
+    for where, rec in json_lines(path, _where(task)):
+        yield validate_record(rec, required, where)
 
 
 def read_jsonl(
