@@ -25,7 +25,8 @@ from pathlib import Path
 from custom_metrics.analysis import plots
 from lm_eval_tasks.commands.results import scale
 from lm_eval_tasks.report.runs import Run, doc_key
-from lm_eval_tasks.report.tables import Builder, lookup_subset, ordered_subsets, paper, subsets_of
+from lm_eval_tasks.report.stats import aggregation_of
+from lm_eval_tasks.report.tables import Builder, cross_domain_groups, ordered_subsets, paper, subsets_of
 
 #: words per subset vocabulary in the overlap map (the logged test documents are few)
 OVERLAP_VOCAB = 1000
@@ -76,19 +77,13 @@ def draw_all(builder: Builder, out: Path) -> Figures:
         shown = keys[:1] + [k for k in keys[1:] if k[0] == "bertscore_f1"] if len(keys) > 1 else keys
         for key, name in (shown if len(shown) > 1 else keys[:2]):
             _bars(figs, builder, benchmark, runs, key, name)
-        dist_key = next(((k, n) for k, n in keys if builder_mean_key(k)), None)
+        dist_key = next(((k, n) for k, n in keys if aggregation_of(k) in ("mean", "nanmean")), None)
         if dist_key:
             _distribution(figs, builder, benchmark, runs, *dist_key)
         _domain_figures(figs, benchmark, runs)
         for key, name in (shown if len(shown) > 1 else keys[:2]):
-            _cross(figs, builder, benchmark, runs, key, name)
+            _cross(figs, builder, benchmark, key, name)
     return figs
-
-
-def builder_mean_key(key: str) -> bool:
-    from lm_eval_tasks.report.stats import aggregation_of
-
-    return aggregation_of(key) in ("mean", "nanmean")
 
 
 def _series(runs: list[Run]) -> list[str]:
@@ -181,27 +176,20 @@ def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
                                       mask_diagonal=True))
 
 
-def _cross(figs: Figures, builder: Builder, benchmark: str, runs: list[Run], key: str, name: str) -> None:
-    tuned = [r for r in runs if r.system.trained_on and lookup_subset(r.system.trained_on) and r.shots == 0]
+def _cross(figs: Figures, builder: Builder, benchmark: str, key: str, name: str) -> None:
     k = scale(key)
-    for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
-        group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base and key in r.values]
-        sources = ordered_subsets(benchmark, {lookup_subset(r.system.trained_on) for r in group})
-        targets = ordered_subsets(benchmark, {r.subset for r in group})
-        if len(sources) * len(targets) < 2:
-            continue
-        cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
-        matrix = [[builder.est(cells[(s, t)], key).value * k if (s, t) in cells else math.nan
-                   for t in targets] for s in sources]
-        base_name = Path(str(base[0])).name or str(base[0])
+    for g in cross_domain_groups(builder.runs, benchmark):
+        matrix = [[builder.est(run, key).value * k if run is not None and key in run.values else math.nan
+                   for run in (g.cells.get((s, t)) for t in g.targets)] for s in g.sources]
+        base_name = Path(str(g.base[0])).name or str(g.base[0])
         title = f"{paper(benchmark)}: cross-domain {name}, {base_name} fine-tuned per domain"
         if all_zero(v for row in matrix for v in row):
             figs.skipped.append(f"{title}: not drawn (every cell is 0)")
             continue
         figs.draw(f"cross_{benchmark}_{key}_{base_name}", title,
                   "Rows: fine-tuning domain; columns: evaluated domain; grey: not evaluated.",
-                  lambda p: plots.heatmap(p, title, targets, matrix, value_label=name + (" (x100)" if k != 1 else ""),
-                                          row_labels=sources, outline_diagonal=True))
+                  lambda p: plots.heatmap(p, title, g.targets, matrix, value_label=name + (" (x100)" if k != 1 else ""),
+                                          row_labels=g.sources, outline_diagonal=True))
 
 
 __all__ = ["Figure", "Figures", "draw_all"]

@@ -220,27 +220,13 @@ class Builder:
 
     def cross_domain(self, benchmark: str) -> list[Table]:
         """Source (fine-tuning subset) x target (evaluated subset) matrices per base model (Table 6)."""
-        tuned = [r for r in self.runs.of(benchmark)
-                 if r.system.trained_on and lookup_subset(r.system.trained_on) and not r.spec.variant
-                 and r.shots == 0]
         out = []
-        for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
-            group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base]
-            sources = ordered_subsets(benchmark, {lookup_subset(r.system.trained_on) for r in group})
-            targets = ordered_subsets(benchmark, {r.subset for r in group})
-            if len(targets) < 2 and len(sources) < 2:
-                continue  # one cell is the fine-tuned table's row, not a matrix
-            base_label = base_label_of(self.runs, base)
+        for g in cross_domain_groups(self.runs, benchmark):
+            base_label = base_label_of(self.runs, g.base)
             for key, name in self.headline(benchmark):
-                cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
-                header = ["trained on \\ evaluated on"] + targets
-                rows = []
-                for s in sources:
-                    row = [s]
-                    for t in targets:
-                        run = cells.get((s, t))
-                        row.append(self.number(self.est(run, key).value, key) if run else "—")
-                    rows.append(row)
+                header = ["trained on \\ evaluated on"] + g.targets
+                rows = [[s] + [self.number(self.est(run, key).value, key) if run else "—"
+                               for run in (g.cells.get((s, t)) for t in g.targets)] for s in g.sources]
                 out.append(Table(f"{benchmark}_cross_domain_{key}",
                                  f"{paper(benchmark)}: cross-domain {name} of {base_label} fine-tuned per "
                                  "domain (DomainSum Table 6 layout)", header, rows,
@@ -312,6 +298,33 @@ class Builder:
 # ---------------------------------------------------------------- helpers
 
 
+@dataclass
+class CrossGroup:
+    """The zero-shot runs of the systems fine-tuned from one base model, by (source, target)."""
+
+    base: tuple[str, str | None]
+    sources: list[str]
+    targets: list[str]
+    cells: dict[tuple[str, str], Run]
+
+
+def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
+    """Per base model, every evaluated (fine-tuning subset, evaluated subset) cell; one
+    group per base with at least two cells (a single cell is the fine-tuned table's row)."""
+    tuned = [r for r in runs.of(benchmark)
+             if lookup_subset(r.system.trained_on) and not r.spec.variant and r.shots == 0]
+    out = []
+    for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
+        group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base]
+        cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
+        sources = ordered_subsets(benchmark, {s for s, _ in cells})
+        targets = ordered_subsets(benchmark, {t for _, t in cells})
+        if len(sources) * len(targets) >= 2:
+            out.append(CrossGroup(base, sources, targets, cells))
+    return out
+
+
+
 def p_text(p: float) -> str:
     if not math.isfinite(p):
         return "n/a"
@@ -367,4 +380,4 @@ def base_label_of(runs: Runs, identity: tuple[str, str | None]) -> str:
     return short_name(identity[0])
 
 
-__all__ = ["ALPHA", "Builder", "HEADLINE", "Options", "Table", "p_text"]
+__all__ = ["ALPHA", "Builder", "CrossGroup", "HEADLINE", "Options", "Table", "cross_domain_groups", "p_text"]
