@@ -19,8 +19,8 @@ tidy :class:`pandas.DataFrame` with one row per metric value:
 * ``value``: floats; "N/A" standard errors are dropped; non-numeric or NaN values
   become NaN and are listed in :attr:`Results.problems` (never an exception).
 
-Samples: :meth:`Results.samples` returns the logged predictions/references of one
-(model, setting, task) via :func:`lm_eval_tasks.commands.rescore.read_samples`.
+Samples: :func:`samples_file` finds the ``--log_samples`` file written with a results
+file (the report reads it with :mod:`lm_eval_tasks.report.runs`).
 """
 
 from __future__ import annotations
@@ -112,32 +112,9 @@ def parse_folder_spec(spec: str) -> tuple[Path, str | None]:
 class Results:
     frame: pd.DataFrame
     problems: list[str] = field(default_factory=list)
-    #: (model, setting, task) -> (results file, timestamp)
-    origin: dict[tuple[str, str, str], tuple[Path, str]] = field(default_factory=dict)
 
     def metric(self, name: str) -> pd.DataFrame:
         return self.frame[self.frame["metric"] == name]
-
-    def samples_path(self, model: str, setting: str, task: str) -> Path | None:
-        """The ``samples_<task>_*.jsonl`` of the results file the value came from
-        (same timestamp), else the latest one for that task in the same folder."""
-        if (model, setting, task) not in self.origin:
-            return None
-        path, ts = self.origin[(model, setting, task)]
-        return samples_file(path, ts, task)
-
-    def samples(self, model: str, setting: str, task: str):
-        """Logged samples (:class:`~lm_eval_tasks.commands.rescore.Sample`: prediction, reference, ...) or None."""
-        from lm_eval_tasks.commands.rescore import ScoreError, read_samples
-
-        path = self.samples_path(model, setting, task)
-        if path is None:
-            return None
-        try:
-            return read_samples(path)
-        except (ScoreError, OSError) as exc:
-            self.problems.append(f"samples unreadable: {exc}")
-            return None
 
 
 def samples_file(results_path: Path, ts: str, task: str) -> Path | None:
@@ -205,9 +182,7 @@ def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
             if key not in latest or ts >= latest[key][0]:
                 latest[key] = (ts, path, metrics)
     rows = []
-    origin = {}
     for (model, setting, task), (ts, path, metrics) in sorted(latest.items()):
-        origin[(model, setting, task)] = (path, ts)
         benchmark, domain, level, shots = task_facts(task)
         for key, value in metrics.items():
             # Metric entries are "<metric>,<filter>"; the harness also stores
@@ -225,7 +200,7 @@ def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
                          "shots": shots, "metric": metric, "filter": filt or "none",
                          "value": num, "source": str(path)})
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    return Results(frame=frame, problems=problems, origin=origin)
+    return Results(frame=frame, problems=problems)
 
 
 def fmt(value: float, digits: int = 2) -> str:
