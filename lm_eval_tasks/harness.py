@@ -455,10 +455,3 @@ def run_cli(argv: list[str]) -> None:
         cli_evaluate()
     finally:
         manager.TaskManager.__init__ = original  # type: ignore[method-assign]
-
-
-if __name__ == "__main__":
-    import sys
-
-    run_cli(sys.argv[1:])
-

@@ -83,12 +83,14 @@ def run_lm_eval(args: list[str], out_dir: Path, env: dict[str, str] | None = Non
                 timeout: int = 900, plain: bool = False) -> dict:
     """Run the real ``lm_eval`` CLI in a subprocess; return the parsed results JSON.
 
-    By default through ``python -m lm_eval_tasks.harness`` (what ``domsum run`` runs: the
-    harness's CLI unchanged, its task index limited to the suite, 4-6 s less a run);
-    ``plain=True`` runs ``python -m lm_eval`` itself, as the central end-to-end test does.
+    By default through ``domsum run`` (``HARNESS_CLI``: the harness's CLI unchanged, its
+    task index limited to the suite, 4-6 s less a run); ``plain=True`` runs ``python -m
+    lm_eval`` itself, as the central end-to-end test does.
     """
-    entry = "lm_eval" if plain else "lm_eval_tasks.harness"
-    cmd = [sys.executable, "-m", entry, *args, "--output_path", str(out_dir)]
+    from lm_eval_tasks.commands import HARNESS_CLI
+
+    entry = [sys.executable, "-m", "lm_eval"] if plain else list(HARNESS_CLI)
+    cmd = [*entry, *args, "--output_path", str(out_dir)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env or subprocess_env(), capture_output=True,
                           text=True, timeout=timeout)
     if proc.returncode != 0:

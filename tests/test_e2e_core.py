@@ -12,12 +12,12 @@ import json
 import math
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
+from lm_eval_tasks.commands import HARNESS_CLI
 
 pytestmark = pytest.mark.slow
 
@@ -99,7 +99,7 @@ def test_predict_only_loads_no_scorer(tmp_path, tiny_causal_lm, fixture_data_dir
 
 
 def _lm_eval(args: list[str], out, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lm_eval_tasks.harness", *args, "--output_path", str(out)], cwd=ROOT,
+    return subprocess.run([*HARNESS_CLI, *args, "--output_path", str(out)], cwd=ROOT,
                           env=env or subprocess_env(), capture_output=True, text=True, timeout=600)
 
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from lm_eval_tasks.catalog import UnknownTask, lookup
 
-#: the command line that starts the harness for suite tasks (``lm_eval``'s CLI, task index
-#: limited to the suite: :func:`lm_eval_tasks.harness.run_cli`), for commands that run it
-HARNESS_CLI: tuple[str, ...] = (sys.executable, "-m", "lm_eval_tasks.harness")
+#: the command line that starts the harness for suite tasks: ``domsum run`` (``lm_eval``'s
+#: CLI, task index limited to the suite: :func:`lm_eval_tasks.harness.run_cli`)
+HARNESS_CLI: tuple[str, ...] = (sys.executable, "-m", "lm_eval_tasks.cli", "run")
 
 #: conventional flag -> the older spellings some commands still accept for it, as aliases
 #: of the same destination (never as a flag of its own)

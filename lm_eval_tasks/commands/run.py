@@ -17,7 +17,7 @@ import os
 
 def main(argv: list[str] | None = None) -> int:
     # one option of its own; every other argument is the harness's, passed through unchanged
-    ap = argparse.ArgumentParser(prog="domsum run", add_help=False)
+    ap = argparse.ArgumentParser(prog="domsum run", add_help=False, allow_abbrev=False)
     ap.add_argument("--no-progress", action="store_true",
                     help="no progress bars: the suite's (DOMSUM_PROGRESS=0) nor the harness's (TQDM_DISABLE=1)")
     ns, rest = ap.parse_known_args(argv or [])
