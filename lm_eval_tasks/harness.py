@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,7 @@ from lm_eval.api.utils import maybe_delimit
 from custom_metrics import registry
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import Loaded, family_options, load_task, stop_sequences
-from lm_eval_tasks.benchmarks.budget import model_window
+from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt, meter_from_backend, meter_from_metadata
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,34 @@ NAN = float("nan")
 
 class ScorerUnavailableError(RuntimeError):
     """Raised before generation when a requested task's scorer cannot be had."""
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from lm_eval_tasks.data.loader import DataError
+
+    return (DataError, settings.SettingError, ScorerUnavailableError)
+
+
+def _suite_excepthook(previous: Callable) -> Callable:
+    """An excepthook that prints the suite's own input errors as one paragraph.
+
+    Why: ``lm_eval`` lets any exception reach the interpreter, which prints a
+    traceback; for a bad setting, a missing file or a prompt that cannot fit the
+    model, the message already names the task, the file or the setting to change, and
+    a traceback only buries it. Every other exception keeps its traceback.
+    """
+    def hook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+        if isinstance(exc, _user_errors()):
+            sys.stderr.write(f"error: {exc}\n")
+            return
+        previous(kind, exc, tb)
+
+    hook.suite_hook = True  # type: ignore[attr-defined]
+    return hook
+
+
+if not getattr(sys.excepthook, "suite_hook", False):
+    sys.excepthook = _suite_excepthook(sys.excepthook)
 
 
 def clean_prediction(text: Any) -> str:
@@ -73,6 +102,11 @@ def _total(values: list) -> float:
     return float(math.fsum(0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values))
 
 
+def _none_scored(items: list) -> float:
+    """Aggregation of a key no document has a value for: NaN, and no standard error."""
+    return NAN
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -84,6 +118,29 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             continue
     return out
+
+
+def _calling_backend(chat_template: Any) -> Any:
+    """The harness's model object for this run, or None.
+
+    Why: lm-eval 0.4.13 hands ``build_all_requests`` the backend's ``apply_chat_template``
+    (a bound method, so the backend itself) only under ``--apply_chat_template``; for a
+    plain prompt it hands nothing, yet the backend's tokenizer and window decide what it
+    truncates. Its evaluator holds the backend in a local named ``lm``, two frames up;
+    when that is not found the prompt is measured from ``--model_args`` instead.
+    """
+    owner = getattr(chat_template, "__self__", None)
+    if owner is not None and hasattr(owner, "generate_until"):
+        return owner
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            break
+        lm = frame.f_locals.get("lm")
+        if lm is not None and hasattr(lm, "generate_until") and hasattr(lm, "max_length"):
+            return lm
+        frame = frame.f_back
+    return None
 
 
 class SuiteTask(ConfigurableTask):
@@ -108,6 +165,10 @@ class SuiteTask(ConfigurableTask):
         self._failures: dict[str, str] = {}
         self._described: dict[str, Any] = {}
         self._checked = False
+        self._fit = FitLog()
+        self._meter_source = "not measured"
+        #: nanmean key -> (documents with a value, documents scored): "0 of N judged" is said, not hidden
+        self._coverage: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------ loading
 
@@ -130,17 +191,20 @@ class SuiteTask(ConfigurableTask):
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(loaded.docs)})
         self.task_docs = self.dataset["test"]
 
-    def fit_prompts(self) -> None:
-        """Fit every prompt into the evaluated model's context (:mod:`~lm_eval_tasks.benchmarks.budget`).
+    def _start_fitting(self, backend: Any) -> None:
+        """Choose how prompts are measured for this run (:mod:`~lm_eval_tasks.benchmarks.budget`).
 
-        Why here and not at loading: ``--gen_kwargs max_gen_toks=...`` reaches the task
-        after it is built, and the generation budget decides how much prompt fits.
+        Why at request-building time and not at loading: ``--gen_kwargs max_gen_toks=...``
+        reaches the task after it is built, and the chat template, system instruction
+        and backend are known only now.
         """
-        max_gen_toks = (self.config.generation_kwargs or {}).get("max_gen_toks") or self.spec.max_gen_toks
-        meta = dict(self.config.metadata or {})
-        window = model_window(meta, int(max_gen_toks))
-        if window is not None:
-            self._use(load_task(self.spec, "test", meta, window=window, built=self._loaded))
+        max_gen_toks = int((self.config.generation_kwargs or {}).get("max_gen_toks") or self.spec.max_gen_toks)
+        cpt = settings.resolve(self.meta, "chars_per_token")
+        meter = meter_from_backend(backend, max_gen_toks, cpt) if backend is not None else None
+        self._meter_source = "the evaluated backend" if meter is not None else "--model_args"
+        if meter is None:
+            meter = meter_from_metadata(self.meta, max_gen_toks, cpt)
+        self._fit = FitLog(meter)
 
     def has_training_docs(self) -> bool:
         return False
@@ -156,12 +220,33 @@ class SuiteTask(ConfigurableTask):
         return None
 
     def fewshot_context(self, doc: dict, num_fewshot: int, *args: Any, **kwargs: Any):
-        """The record's prompt: it already holds ``spec.shots`` demonstrations (the harness adds none).
+        """The record's prompt, rendered as the model receives it and fitted into its window.
+
+        The prompt already holds ``spec.shots`` demonstrations (the harness adds none).
+        When the rendered context (chat template and all) is longer than the window
+        minus ``max_gen_toks``, this document's text is cut from its tail inside the
+        prompt until it fits, so the harness never left-truncates the instruction.
+        """
+        meter = self._fit.meter
+        if meter is None:
+            return self._render(doc, str(doc.get("prompt", "")), *args, **kwargs)
+        fitted = fit_prompt(f"{self.spec.name} (document {self._doc_key(doc)})", lambda prompt: self._render(doc, prompt, *args, **kwargs),
+                            str(doc.get("prompt", "")), str(doc.get("document", "")), meter)
+        self._fit.per_doc[self._doc_key(doc)] = fitted
+        return fitted.context
+
+    @staticmethod
+    def _doc_key(doc: dict) -> str:
+        return str(doc.get("id", ""))
+
+    def _render(self, doc: dict, prompt: str, *args: Any, **kwargs: Any):
+        """The harness's own rendering of ``prompt`` for ``doc`` (chat template, system message).
 
         A benchmark's system text (``description``, e.g. CCSBench's) is a system message
         under a chat template; in a plain prompt the harness would glue it to the prompt
         with nothing between, so it goes on its own line, as the papers print it.
         """
+        doc = {**doc, "prompt": prompt}
         ctx = super().fewshot_context(doc, 0, *args, **kwargs)
         chat = kwargs.get("apply_chat_template") and kwargs.get("chat_template")
         description = self.resolve_field(doc, self.config.description) or ""
@@ -247,8 +332,14 @@ class SuiteTask(ConfigurableTask):
     def build_all_requests(self, *args: Any, **kwargs: Any) -> None:
         if not self._bypass:
             self.preflight()
-        self.fit_prompts()
+        self._start_fitting(_calling_backend(kwargs.get("chat_template")))
         super().build_all_requests(*args, **kwargs)
+        record = self._budget_report()
+        if record.get("cut_to_fit"):
+            log.warning("task %s: %d of %d prompt(s) exceeded the model's window (%d tokens, %d kept for the "
+                        "summary); their documents were cut inside the prompt, by %s tokens at most",
+                        self.spec.name, record["cut_to_fit"], record["documents"], record["window"],
+                        record["generation"], record["cut_tokens_max"])
 
     # ------------------------------------------------------------------ scoring
 
@@ -268,27 +359,24 @@ class SuiteTask(ConfigurableTask):
 
         Why: an empty summary scores 0 and a summary cut mid-sentence scores low for a
         reason that is not the model's summarizing ability; both must be visible.
-        The cut count re-tokenizes each raw generation with the evaluated model's
-        tokenizer (``tokenizer`` or ``pretrained`` of ``--model_args``), so it is
-        approximate; without a loadable tokenizer it is recorded as unknown.
+        The cut count tokenizes each *raw* generation (before stripping: a reply that
+        opens with a blank line spends tokens on it) with the tokenizer the prompts were
+        measured with; a generation of at least ``max_gen_toks`` tokens ran to the limit.
+        Without a tokenizer (an API model measured by a bound) it is recorded as unknown.
         """
-        raw = [(str(inst.doc.get("id", "")), clean_prediction(inst.resps[0] if inst.resps else ""))
+        raw = [(str(inst.doc.get("id", "")), str((inst.resps[0] if inst.resps else "") or ""))
                for inst in self.instances]
-        empty = sorted({i for i, text in raw if not text})
+        empty = sorted({i for i, text in raw if not text.strip()})
         report: dict[str, Any] = {"generations": len(raw), "empty": len(empty), "empty_ids": empty[:50]}
-        limit = (self.config.generation_kwargs or {}).get("max_gen_toks")
-        tokenizer = self.meta.get("tokenizer") or self.meta.get("pretrained")
-        report["hit_max_gen_toks"] = "unknown"
-        if limit and tokenizer:
-            try:
-                from transformers import AutoTokenizer
-
-                tok = AutoTokenizer.from_pretrained(str(tokenizer))
-                hits = sorted({i for i, text in raw
-                               if text and len(tok(text, add_special_tokens=False)["input_ids"]) >= int(limit)})
-                report.update(hit_max_gen_toks=len(hits), hit_max_gen_toks_ids=hits[:50], max_gen_toks=int(limit))
-            except Exception as exc:  # noqa: BLE001 - a count we cannot make is recorded as unknown
-                log.info("task %s: cannot count generations cut by max_gen_toks (%s)", self.spec.name, exc)
+        limit = int((self.config.generation_kwargs or {}).get("max_gen_toks") or self.spec.max_gen_toks)
+        report["max_gen_toks"] = limit
+        meter = self._fit.meter
+        lengths = [meter.text_tokens(text) if meter is not None and text else 0 for _, text in raw]
+        if any(n is None for n in lengths):
+            report["hit_max_gen_toks"] = "unknown (no tokenizer for the evaluated model)"
+        else:
+            hits = sorted({i for (i, _), n in zip(raw, lengths) if n >= limit})
+            report.update(hit_max_gen_toks=len(hits), hit_max_gen_toks_ids=hits[:50])
         if empty:
             log.warning("task %s: %d of %d generations are empty (scored as empty summaries): %s",
                         self.spec.name, len(empty), len(raw), ", ".join(empty[:5]))
@@ -296,6 +384,15 @@ class SuiteTask(ConfigurableTask):
             log.warning("task %s: %d of %d generations reached max_gen_toks=%s and may be cut short",
                         self.spec.name, report["hit_max_gen_toks"], len(raw), limit)
         self._described["generation"] = report
+
+    def _budget_report(self) -> dict[str, Any]:
+        """``prompt_budget`` for the documents this rank evaluated, with a warning when any was cut."""
+        record = self._fit.record(self._meter_source)
+        evaluated = {self._doc_key(inst.doc): inst.doc for inst in self.instances}
+        record["documents"] = len(evaluated)
+        record["cut_by_word_budget"] = sum(str(d.get("document", "")).strip() not in str(d.get("prompt", ""))
+                                           for d in evaluated.values())
+        return record
 
     def _score_items(self, items: dict[tuple[str, str], dict]) -> None:
         keys = list(items)
@@ -328,8 +425,12 @@ class SuiteTask(ConfigurableTask):
         assert self._scores is not None
         for name in self._families:
             for k in registry.get(name).keys:
-                if k.aggregation == "nanmean" and any(_finite(v) for v in per_key[k.name]):
-                    self._sparse.add(k.name)
+                if k.aggregation == "nanmean":
+                    done, total = self._coverage.get(k.name, (0, 0))
+                    self._coverage[k.name] = (done + sum(_finite(v) for v in per_key[k.name]),
+                                              total + len(per_key[k.name]))
+                    if any(_finite(v) for v in per_key[k.name]):
+                        self._sparse.add(k.name)
         for i, key in enumerate(keys):
             self._scores[key] = {k: per_key[k][i] for k in per_key}
 
@@ -357,7 +458,10 @@ class SuiteTask(ConfigurableTask):
                 if k.aggregation == "mean":
                     out[k.name] = mean
                 elif k.aggregation == "nanmean":
-                    out[k.name] = mean  # NaN documents are left out in process_results
+                    # NaN documents are left out in process_results; a key no document has a
+                    # value for is NaN through a function the harness gives no stderr ("N/A")
+                    scored_none = self._scores is not None and k.name not in self._sparse
+                    out[k.name] = _none_scored if scored_none else mean
                 elif k.aggregation == "sum":
                     out[k.name] = _total
                 else:
@@ -395,6 +499,8 @@ class SuiteTask(ConfigurableTask):
             **self._loaded_report,
             **self._described,
         }
+        if getattr(self, "_instances", None):
+            record["prompt_budget"] = self._budget_report()
         for name in self._families:
             record.update(self._ctx[name].record)
         resolved = {}
@@ -408,6 +514,10 @@ class SuiteTask(ConfigurableTask):
             record["scoring"] = "skipped (--predict_only)"
         if self._failures:
             record["scorer_failures"] = dict(self._failures)
+        partial = {k: f"{done} of {total} documents scored" for k, (done, total) in self._coverage.items()
+                   if done < total}
+        if partial:
+            record["scored_documents"] = partial
         return record
 
     def dump_config(self) -> dict:

@@ -89,9 +89,9 @@ def _rows() -> list[Setting]:
           "Tokenizer (hub id or path) whose tokens budget the document inside the prompt.", "data"),
         S("max_doc_words", None, int, None, "Document budget in words (default: per benchmark).", "data"),
         S("max_doc_tokens", None, int, None, "Document budget in `prompt_tokenizer` tokens.", "data"),
-        S("doc_token_cap", None, int, None,
-          "Ceiling in `prompt_tokenizer` tokens on the document inside the prompt, after the budget; "
-          "set from the evaluated model's context when a prompt would not fit.", "data"),
+        S("chars_per_token", "DOMSUM_CHARS_PER_TOKEN", float, 3.0,
+          "Characters per token assumed when fitting prompts for an API model without a tokenizer "
+          "(lower is safer).", "data"),
         S("max_demo_words", None, int, None, "Per-demonstration budget in words (default: per benchmark).",
           "data"),
         S("max_demo_tokens", None, int, None, "Per-demonstration budget in `prompt_tokenizer` tokens.", "data"),

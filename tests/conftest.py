@@ -21,6 +21,8 @@ from lm_eval_tasks import sample_data_dir
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # conftest and the helpers package (helpers.judge_server, ...)
 
+from helpers.real_models import smollm2_checkpoint, smollm2_gguf, smollm2_server  # noqa: E402,F401 - fixtures
+
 #: the hand-written mirror the package ships (``lm_eval_tasks/sample_data``), shared with ``domsum demo``
 FIXTURE_DATA = sample_data_dir()
 

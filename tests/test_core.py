@@ -262,46 +262,75 @@ def test_empty_documents_and_references_are_counted_skips(tmp_path, caplog):
 # --------------------------------------------------------------------------- prompt budget
 
 
-def test_prompts_are_fitted_to_the_evaluated_models_context(tiny_causal_lm, fixture_data_dir, tmp_path):
-    """A small context: documents are cut inside the prompt, the instruction and cue survive."""
-    import json as _json
-    import shutil
-
+@pytest.mark.parametrize("task", ["domainsum_cnndm", "domainsum_cnndm_2shot"])
+def test_each_prompt_is_fitted_on_its_own_as_rendered(task, tiny_causal_lm, fixture_data_dir):
+    """A small window: each rendered prompt is measured; only overflowing documents are cut, from
+    their tail, by what their own prompt needs; instruction, demonstrations and cue survive."""
     from transformers import AutoTokenizer
 
     from lm_eval_tasks.benchmarks import load_task
-    from lm_eval_tasks.benchmarks.budget import model_window
+    from lm_eval_tasks.benchmarks.budget import fit_prompt, meter_from_metadata
 
-    small = tmp_path / "small"
-    shutil.copytree(tiny_causal_lm, small)
-    cfg = _json.loads((small / "config.json").read_text())
-    (small / "config.json").write_text(_json.dumps({**cfg, "n_positions": 160}))
-    meta = {"data_dir": str(fixture_data_dir), "pretrained": str(small)}
-    window = model_window(meta, 48)
-    assert (window.context, window.generation, window.prompt) == (160, 48, 112)
-    wide = load_task("domainsum_cnndm", metadata=meta)  # no window: the word budget alone
-    fitted = load_task("domainsum_cnndm", metadata=meta, window=window)
+    small = tiny_causal_lm
     tok = AutoTokenizer.from_pretrained(str(small))
-    lengths = [len(tok(d["prompt"])["input_ids"]) for d in fitted.docs]
-    assert max(len(tok(d["prompt"])["input_ids"]) for d in wide.docs) > 112  # the fixture overflows
-    assert max(lengths) <= 112, lengths
-    for d in fitted.docs:
-        assert d["prompt"].startswith("You are an expert at summarization.") and d["prompt"].endswith("SUMMARY:")
-    budget = fitted.report["prompt_budget"]
-    assert budget["overflowing_before_fit"] > 0 and budget["doc_token_cap"] < 112
-    assert budget["truncated_in_prompt"] == sum(d["document"].strip() not in d["prompt"] for d in fitted.docs) > 0
-    # max_length of --model_args wins over the config's position limit
-    assert model_window({**meta, "max_length": 4096}, 48).context == 4096
+    docs = load_task(task, metadata={"data_dir": str(fixture_data_dir)}).docs
+
+    def render(prompt: str) -> str:  # what a chat template does: tokens the bare prompt does not have
+        return "<|system|>be brief<|user|>" + prompt + "<|assistant|>"
+
+    sizes = sorted(len(tok(render(d["prompt"]))["input_ids"]) for d in docs)
+    limit = sizes[len(sizes) // 2]  # the median prompt fits exactly, longer ones must be cut
+    meter = meter_from_metadata({"pretrained": str(small), "max_length": limit + 48}, 48)
+    assert (meter.context, meter.generation, meter.limit) == (limit + 48, 48, limit)
+    for d in docs:
+        before = len(tok(render(d["prompt"]))["input_ids"])
+        fitted = fit_prompt(task, render, d["prompt"], d["document"], meter)
+        after = len(tok(fitted.context)["input_ids"])
+        assert after == fitted.tokens <= limit
+        head = d["prompt"][: d["prompt"].rfind(d["document"][:40])]
+        assert fitted.context.startswith("<|system|>be brief<|user|>" + head)  # instruction + demonstrations
+        assert fitted.context.endswith(("SUMMARY:<|assistant|>", "Summary:<|assistant|>"))
+        if before <= limit:
+            assert fitted.cut_tokens == 0 and fitted.context == render(d["prompt"])
+        else:  # cut by what this prompt needs, not a split-wide cap
+            assert fitted.cut_tokens >= before - limit and after >= limit - 8, (before, after, fitted.cut_tokens)
 
 
-def test_a_window_too_small_for_the_demonstrations_is_a_clear_error(tiny_causal_lm, fixture_data_dir):
+def test_max_length_wins_and_a_prompt_that_cannot_fit_is_a_clear_error(tiny_causal_lm, fixture_data_dir):
     from lm_eval_tasks.benchmarks import load_task
-    from lm_eval_tasks.benchmarks.budget import model_window
+    from lm_eval_tasks.benchmarks.budget import PromptDoesNotFit, fit_prompt, meter_from_metadata
     from lm_eval_tasks.data.loader import DataError
 
-    meta = {"data_dir": str(fixture_data_dir), "pretrained": str(tiny_causal_lm), "max_length": 120}
-    with pytest.raises(DataError, match=r"domainsum_cnndm_2shot.*fixed part of the prompt.*max_demo_words"):
-        load_task("domainsum_cnndm_2shot", metadata=meta, window=model_window(meta, 64))
+    assert meter_from_metadata({"pretrained": str(tiny_causal_lm)}, 48).context == 4096  # n_positions
+    assert meter_from_metadata({"pretrained": str(tiny_causal_lm), "max_length": 900}, 48).context == 900
+    meter = meter_from_metadata({"pretrained": str(tiny_causal_lm), "max_length": 120}, 64)
+    d = load_task("domainsum_cnndm_2shot", metadata={"data_dir": str(fixture_data_dir)}).docs[0]
+    with pytest.raises(PromptDoesNotFit, match=r"domainsum_cnndm_2shot: the prompt does not fit.*of 120, with 64 "
+                                              r"kept.*max_demo_words") as err:
+        fit_prompt("domainsum_cnndm_2shot", str, d["prompt"], d["document"], meter)
+    assert isinstance(err.value, DataError) and "\n" not in str(err.value)
+
+
+def test_api_models_without_a_tokenizer_are_fitted_by_a_stated_bound():
+    import json as _json
+
+    from lm_eval_tasks.benchmarks.budget import document_span, fit_prompt, meter_from_metadata
+
+    meter = meter_from_metadata({"model": "served", "base_url": "http://127.0.0.1:1/v1", "max_length": 300}, 60,
+                                chars_per_token=3.0)
+    assert meter.limit == 240 and "characters-per-token bound 3" in meter.source
+    document = "word " * 400
+    prompt = "Summarize the following text:\n\n" + document.strip() + "\n\nSUMMARY:"
+    assert document_span(prompt, document.strip()) == (len("Summarize the following text:\n\n"),
+                                                       len("Summarize the following text:\n\n") + 1999)
+
+    def render(p: str) -> str:  # what local-chat-completions builds
+        return _json.dumps([{"role": "user", "content": p}])
+
+    fitted = fit_prompt("t", render, prompt, document.strip(), meter)
+    content = _json.loads(fitted.context)[0]["content"]
+    assert content.startswith("Summarize the following text:") and content.endswith("SUMMARY:")
+    assert meter.count(fitted.context) <= 240 and len(content) / 3 + 16 <= 240
 
 
 def test_rouge_counts_references_without_latin_tokens(caplog):

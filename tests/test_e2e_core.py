@@ -74,13 +74,13 @@ def test_reported_means_are_means_of_logged_per_document_scores(tmp_path, tiny_c
         assert meta_out["settings_used"]["bertscore_layers"] == {"value": 6, "from": "metadata"}
         assert "scorer_failures" not in meta_out
         budget = meta_out["prompt_budget"]  # the tiny model's 4,096 positions hold every fixture prompt
-        assert (budget["context"], budget["generation"], budget["doc_token_cap"]) == (4096, 24, None)
-        assert budget["overflowing_before_fit"] == 0 and budget["tokenizer"] == str(tiny_causal_lm)
+        assert (budget["window"], budget["generation"], budget["documents"], budget["cut_to_fit"]) == (4096, 24, 3, 0)
+        assert budget["measured_with"] == f"HFLM backend, tokenizer {tiny_causal_lm}"
         gen = meta_out["generation"]
         assert gen["generations"] == 3 and gen["max_gen_toks"] == 24
         assert gen["empty"] == sum(not s["filtered_resps"][0].strip() for s in samples)
         tok = AutoTokenizer.from_pretrained(str(tiny_causal_lm))
-        lengths = [len(tok(s["resps"][0][0].strip(), add_special_tokens=False)["input_ids"]) for s in samples]
+        lengths = [len(tok(s["resps"][0][0], add_special_tokens=False)["input_ids"]) for s in samples]
         assert gen["hit_max_gen_toks"] == sum(n >= 24 for n in lengths), lengths
 
 

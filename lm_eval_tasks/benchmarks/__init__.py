@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_tasks.benchmarks.budget import Window, fit
 from lm_eval_tasks.catalog import TaskSpec, lookup
 
 log = logging.getLogger(__name__)
@@ -32,24 +31,20 @@ class Loaded:
 
 
 def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None = None,
-              shots: int | None = None, window: Window | None = None, built: Loaded | None = None) -> Loaded:
+              shots: int | None = None) -> Loaded:
     """Records of ``split`` for ``task`` with the task's ``prompt`` and ``summary``.
 
     ``shots=0`` gives the zero-shot prompt of the same benchmark and subset (what
-    fine-tuning trains on); None keeps the task's own. ``window`` (the evaluated
-    model's, :func:`~lm_eval_tasks.benchmarks.budget.model_window`) fits every prompt
-    into its context by cutting documents, never the instruction; ``built`` (an earlier
-    result for the same task and metadata) is measured instead of built again.
+    fine-tuning trains on); None keeps the task's own. The prompts hold each document
+    within the benchmark's word (or token) budget; fitting a prompt into the evaluated
+    model's window happens per document when the harness renders it
+    (:mod:`~lm_eval_tasks.benchmarks.budget`).
     """
     spec = task if isinstance(task, TaskSpec) else lookup(task)
     module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
     n = spec.shots if shots is None else shots
 
-    def build(meta: dict) -> tuple[list[dict], dict]:
-        return module.build_docs(spec.subset, n, spec.name, dict(meta), split=split)
-
-    docs, report = fit(spec.name, build, dict(metadata or {}), window,
-                       built=(built.docs, built.report) if built is not None else None)
+    docs, report = module.build_docs(spec.subset, n, spec.name, dict(metadata or {}), split=split)
     kept, empty = drop_empty(docs)
     if empty:
         log.warning("%s: %d %s record(s) with an empty document or reference summary left out: %s",

@@ -154,8 +154,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
                              "prompt_variant_used": variant, "prompt_source": PROMPT_SOURCES[variant]}
     tok = resolve(metadata, "prompt_tokenizer")
     budget = {"max_words": resolve(metadata, "max_doc_words", b["doc"]),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok,
-              "cap_tokens": resolve(metadata, "doc_token_cap")}
+              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
     if shots == 0:
         for d in docs:
             d["prompt"] = zero_shot_prompt(d["document"], variant, **budget)

@@ -268,8 +268,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
         docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
     tok = resolve(metadata, "prompt_tokenizer")
     budget = {"max_words": resolve(metadata, "max_doc_words", DEFAULT_DOC_WORDS[0 if shots == 0 else 3]),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok,
-              "cap_tokens": resolve(metadata, "doc_token_cap")}
+              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
     demo_budget = {"max_words": resolve(metadata, "max_demo_words", DEFAULT_DEMO_WORDS),
                    "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
     pool: list[dict] = []

@@ -68,7 +68,6 @@ def budgets(metadata: dict, shots: int) -> tuple[dict, dict]:
     doc = {
         "max_words": resolve(metadata, "max_doc_words", DEFAULT_MAX_DOC_WORDS.get(shots, 1000)),
         "max_tokens": resolve(metadata, "max_doc_tokens"),
-        "cap_tokens": resolve(metadata, "doc_token_cap"),
         "tokenizer_name": tok,
     }
     demo = {

@@ -86,8 +86,7 @@ def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = 
         docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
     tok = resolve(metadata, "prompt_tokenizer")
     budget = {"max_words": resolve(metadata, "max_doc_words", DEFAULT_QUESTION_WORDS),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok,
-              "cap_tokens": resolve(metadata, "doc_token_cap")}
+              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
     if shots == 0:
         for d in docs:
             d["prompt"] = zero_shot_prompt(d["document"], **budget)

@@ -46,17 +46,13 @@ def truncate_tokens(text: str, max_tokens: int, tokenizer_name: str) -> str:
 
 
 def truncate(text: str, max_words: int | None = None, max_tokens: int | None = None,
-             tokenizer_name: str | None = None, cap_tokens: int | None = None) -> str:
-    """Token budget when a tokenizer is given, else word budget; then at most ``cap_tokens``.
+             tokenizer_name: str | None = None) -> str:
+    """Token budget when a tokenizer is given, else word budget.
 
-    ``cap_tokens`` is the ceiling that fits the whole prompt into the evaluated model's
-    context (:mod:`lm_eval_tasks.benchmarks.budget`): it only ever shortens what the
-    budget kept, so a document that fits is cut exactly as without it.
+    The result is always a prefix of ``text``: fitting the rendered prompt into the
+    evaluated model's window (:mod:`lm_eval_tasks.benchmarks.budget`) finds it in the
+    prompt and cuts it further when needed.
     """
     if max_tokens and tokenizer_name:
-        text = truncate_tokens(text, int(max_tokens), tokenizer_name)
-    else:
-        text = truncate_words(text, max_words)
-    if cap_tokens and tokenizer_name:
-        text = truncate_tokens(text, int(cap_tokens), tokenizer_name)
-    return text
+        return truncate_tokens(text, int(max_tokens), tokenizer_name)
+    return truncate_words(text, max_words)

@@ -1,4 +1,7 @@
-"""The real-model tier: SmolLM2-135M-Instruct from PyPI and ``transformers serve``.
+"""The real-model tier's fixtures: SmolLM2-135M-Instruct from PyPI and ``transformers serve``.
+
+``tests/conftest.py`` registers the fixtures below for every test (``tests/real_model/``
+uses them); they start nothing until a test asks for them.
 
 Why a real model: a tiny random GPT-2 cannot show what a real instruct model shows: a
 chat template that adds tokens to every prompt, generations that start with a blank

@@ -1,0 +1,129 @@
+"""DomainSum with a real instruct model (SmolLM2-135M-Instruct) through the real harness CLI.
+
+What a tiny random model cannot show: a chat template adds tokens to every prompt, so
+a prompt fitted without it is left-truncated by the harness; generations open with a
+blank line, so counting on stripped text under-counts those that ran to
+``max_gen_toks``. Each run here uses a window (640 tokens) that the two-shot prompts
+overflow and the zero-shot ones do not, and every assertion recomputes its number from
+the logged samples.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, sample_files, subprocess_env
+
+TASKS = ("domainsum_cnndm", "domainsum_cnndm_2shot")
+WINDOW, GEN = 640, 32
+INSTRUCTION = "You are an expert at summarization."
+METRICS = ("rouge1", "rouge2", "rougeL", "rouge_mean", "bertscore_f1")
+
+
+def _meta(**extra) -> str:
+    return json.dumps({"data_dir": str(FIXTURE_DATA), "bertscore_model": minilm_dir(), "bertscore_layers": 6,
+                       **extra})
+
+
+def _samples(out: Path, task: str) -> list[dict]:
+    own = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-\d\d-\d\dT")
+    rows = [json.loads(line) for f in sample_files(out, task) if own.match(f.name)
+            for line in f.read_text().splitlines()]
+    return sorted(rows, key=lambda r: r["doc_id"])
+
+
+@pytest.fixture(scope="module")
+def runs(smollm2_checkpoint, tmp_path_factory) -> dict[str, tuple[Path, dict]]:
+    """A plain and a chat-template run of both tasks, 3 documents each."""
+    out = {}
+    for label, extra in (("plain", []), ("chat", ["--apply_chat_template"])):
+        folder = tmp_path_factory.mktemp(f"smollm2_{label}")
+        res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={smollm2_checkpoint},max_length={WINDOW}",
+                           "--tasks", ",".join(TASKS), "--limit", "3", "--log_samples",
+                           "--gen_kwargs", f"max_gen_toks={GEN}", "--metadata", _meta(), *extra],
+                          folder, env=subprocess_env(OMP_NUM_THREADS="2"))
+        out[label] = (folder, res)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tokenizer(smollm2_checkpoint):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(smollm2_checkpoint))
+
+
+@pytest.mark.parametrize("label", ["plain", "chat"])
+def test_reported_means_are_the_logged_scores(runs, label):
+    folder, res = runs[label]
+    for task in TASKS:
+        samples = _samples(folder, task)
+        assert [s["doc_id"] for s in samples] == [0, 1, 2]
+        for key in METRICS:
+            per_doc = [s[key] for s in samples]
+            assert res["results"][task][f"{key},none"] == pytest.approx(sum(per_doc) / 3, abs=1e-12), (task, key)
+        # a real model summarizes: its ROUGE-1 is far from a random model's 0
+        assert res["results"][task]["rouge1,none"] > 0.15, res["results"][task]
+
+
+@pytest.mark.parametrize("label", ["plain", "chat"])
+def test_every_prompt_keeps_its_instruction_and_fits_the_window(runs, label, tokenizer):
+    folder, res = runs[label]
+    for task in TASKS:
+        for s in _samples(folder, task):
+            prompt = s["arguments"]["gen_args_0"]["arg_0"]
+            n = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])  # as the hf backend encodes it
+            assert n <= WINDOW - GEN, (task, n)
+            if label == "chat":
+                assert prompt.startswith("<|im_start|>system\n") and f"<|im_start|>user\n{INSTRUCTION}" in prompt
+                assert prompt.endswith("<|im_end|>\n<|im_start|>assistant\n")
+            else:
+                assert prompt.startswith(INSTRUCTION)
+                assert prompt.endswith("SUMMARY:" if task == "domainsum_cnndm" else "\n\nSummary:")
+            if task.endswith("2shot"):
+                assert prompt.count("Example 1:\nDocument:") == 1 and "Example 2:\nDocument:" in prompt
+                assert "Now, summarize the following text:\n\nDocument: " in prompt
+
+
+@pytest.mark.parametrize("label", ["plain", "chat"])
+def test_counts_equal_what_the_samples_show(runs, label, tokenizer):
+    folder, res = runs[label]
+    for task in TASKS:
+        samples = _samples(folder, task)
+        meta = res["configs"][task]["metadata"]
+        budget, gen = meta["prompt_budget"], meta["generation"]
+        cut = [s["doc"]["document"].strip() not in s["arguments"]["gen_args_0"]["arg_0"] for s in samples]
+        assert (budget["window"], budget["generation"], budget["documents"]) == (WINDOW, GEN, 3)
+        assert budget["cut_to_fit"] == sum(cut), (task, budget)
+        assert budget["measured_with"].startswith("HFLM backend, tokenizer")
+        lengths = [len(tokenizer(s["arguments"]["gen_args_0"]["arg_0"], add_special_tokens=False)["input_ids"])
+                   for s in samples]
+        assert budget["prompt_tokens_max"] == max(lengths)
+        raw = [len(tokenizer(s["resps"][0][0], add_special_tokens=False)["input_ids"]) for s in samples]
+        assert gen["hit_max_gen_toks"] == sum(n >= GEN for n in raw), raw
+        assert gen["generations"] == 3 and gen["empty"] == sum(not s["resps"][0][0].strip() for s in samples)
+    # the window bites where it should: every two-shot prompt is cut, no zero-shot one
+    assert res["configs"]["domainsum_cnndm_2shot"]["metadata"]["prompt_budget"]["cut_to_fit"] == 3
+    assert res["configs"]["domainsum_cnndm"]["metadata"]["prompt_budget"]["cut_to_fit"] == 0
+
+
+def test_a_window_too_small_for_the_fixed_part_is_one_paragraph(smollm2_checkpoint, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
+         f"pretrained={smollm2_checkpoint},max_length=256", "--include_path", "lm_eval_tasks",
+         "--tasks", "domainsum_cnndm_2shot", "--limit", "1", "--gen_kwargs", f"max_gen_toks={GEN}",
+         "--metadata", _meta(), "--output_path", str(tmp_path)],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    err = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(err) == 1, proc.stderr[-2000:]
+    assert re.search(r"task domainsum_cnndm_2shot \(document .+\): the prompt does not fit the model's window.*"
+                     r"of 256, with 32 kept for the summary.*max_length.*max_demo_words", err[0]), err[0]
+    assert not list(tmp_path.rglob("results_*.json"))
