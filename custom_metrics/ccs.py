@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -319,57 +318,26 @@ def judge_labels(requests: Sequence[list[dict[str, str]]], answers: Mapping[str,
     """One label per request from the judge's reply text, batched and cached.
 
     Why not :func:`custom_metrics.judge.judge_scores`: C.3 asks for a word, and the
-    judge core scores numbers only. This runs the core's batch engine (bounded
-    concurrency, retries, SQLite cache and claims, in-batch de-duplication, the
-    second ask after an unparsable reply, per-item failure reasons, empty
-    generations not sent) with one change: each attempt is one greedy reply
-    (``config.temperature``, at least :data:`FOCUS_MAX_TOKENS` tokens) read by
-    :func:`parse_focus_label` instead of a number. Returns a ``JudgeResult`` whose
-    ``scores`` are 1.0 for the first label of ``answers``' values (C.3: empirical =
-    ``high``), 0.0 for the other, None when unscored (``reasons``: ``parse`` counted in
-    ``stats.parse_failures``, ``empty``, or a request failure), with mode ``"label"``.
+    judge core scores numbers only. This is the core's text engine
+    (:func:`custom_metrics.judge.judge_texts`: timeout and concurrency sized from the
+    first request unless set, retries, SQLite cache and claims, in-batch
+    de-duplication, the second ask after an unparsable reply, per-item failure
+    reasons, empty generations not sent, every item counted) with each attempt one
+    greedy reply (``config.temperature``, at least :data:`FOCUS_MAX_TOKENS` tokens)
+    read by :func:`parse_focus_label`. Returns a ``JudgeResult`` whose ``values`` are
+    the labels, ``scores`` 1.0 for the first label of ``answers``' values (C.3:
+    empirical = ``high``), 0.0 for the other, None when unscored (``reasons``:
+    ``parse`` counted in ``stats.parse_failures``, ``empty``, or a request failure),
+    with mode ``"label"``. Raises :class:`~custom_metrics.judge.JudgeRequestError`
+    when the judge answers none of the first items (an endpoint, not an item, is broken).
     """
     from custom_metrics import judge
 
     positive = next(iter(answers.values()))
-
-    class LabelRun(judge._BatchRun):
-        async def attempt_once(self, messages: list[dict[str, str]], scale: Any, attempt: int) -> Any:
-            params: dict[str, Any] = {"temperature": config.temperature,
-                                      "max_tokens": max(config.max_tokens, FOCUS_MAX_TOKENS), "n": 1}
-            if config.seed is not None:
-                params["seed"] = config.seed
-            response = await self.answer(messages, params, attempt)
-            text = ((response.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-            label = parse_focus_label(text, answers)
-            return judge._ItemScore(None if label is None else float(label == positive), "label", [text])
-
-    async def run() -> Any:
-        stats = judge.JudgeStats(items=len(requests))
-        todo = [i for i in range(len(requests))
-                if generations is None or not judge.is_empty_generation(generations[i])]
-        stats.empty_skipped = len(requests) - len(todo)
-        items = [judge._ItemScore(None, None, [], "empty") for _ in requests]
-        if todo:
-            t0 = time.perf_counter()
-            try:
-                async with LabelRun(config, stats, judge.open_cache(config.cache_path)
-                                    if config.cache_path else None) as engine:
-                    done = await engine.score_all([requests[i] for i in todo], [(0, 1)] * len(todo), desc)
-            finally:
-                stats.wall_s += time.perf_counter() - t0
-            for i, item in zip(todo, done):
-                items[i] = item
-            if engine.failures and len(engine.failures) == len(todo):  # the endpoint, not an item, is broken
-                first = engine.failures[0]
-                raise judge.JudgeRequestError(f"no judge item could be answered ({stats.summary_line()}); "
-                                              f"first failure: {first}", status=first.status,
-                                              reason=first.reason, attempts=first.attempts)
-        return judge.JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
-                                 replies=[i.replies for i in items], stats=stats, config=config.describe(),
-                                 reasons=[i.reason for i in items])
-
-    return judge.run_sync(run)
+    return judge.judge_texts(list(requests), lambda text: parse_focus_label(text, answers), config,
+                             max_tokens=max(config.max_tokens, FOCUS_MAX_TOKENS),
+                             score=lambda label: float(label == positive), mode="label", desc=desc,
+                             generations=generations)
 
 
 def judge_focus(summaries: Sequence[str], config: Any,
@@ -387,6 +355,4 @@ def judge_focus(summaries: Sequence[str], config: Any,
     answers = getattr(messages, "answers", None) or FOCUS_ANSWERS
     res = judge_labels([messages(s) for s in summaries], answers, config, desc="ccsbench focus",
                        generations=summaries)
-    labels = [None if score is None else parse_focus_label(replies[-1], answers)
-              for score, replies in zip(res.scores, res.replies)]
-    return labels, res
+    return list(res.values), res

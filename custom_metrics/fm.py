@@ -38,18 +38,20 @@ candidate lacks) and ``fm_vanilla`` is the lowest rating, 1/4. They are counted 
 would reward a model for producing nothing on hard documents.
 
 Judge plumbing: replies that are free text (facet JSON) go through the judge core's
-own batch engine (``custom_metrics.judge._BatchRun``: the same client, concurrency
-bound, retries with backoff, in-batch de-duplication and SQLite cache), reused, not
-copied. Ratings use the public :func:`judge_scores`.
+text engine (:func:`custom_metrics.judge.judge_texts`: the same client, sizing of
+timeout and concurrency, retries with backoff, in-batch de-duplication, SQLite cache
+and per-item counting), reused, not copied. Ratings use the public
+:func:`judge_scores`. Every pair is scored or counted as a failure with a reason,
+also when the judge stops answering (see :func:`fm_scores`).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import logging
 import math
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,10 +62,12 @@ from custom_metrics.judge import (
     Messages,
     is_empty_generation,
     judge_scores,
+    judge_texts,
+    mask_secrets,
     notice_judge_skipped,
-    open_cache,
-    run_sync,
 )
+
+log = logging.getLogger(__name__)
 
 FACETS: tuple[str, ...] = ("background", "method", "result", "conclusion")
 FACET_WEIGHTS: dict[str, float] = {"background": 0.1, "method": 0.3, "result": 0.3, "conclusion": 0.3}
@@ -272,91 +276,82 @@ def fm_aggregate(facet_fractions: Sequence[float | None]) -> float:
 # =========================================================================== judge text replies
 
 
-async def _texts_async(requests: Sequence[Messages], config: JudgeConfig, stats: JudgeStats,
-                       parse: Any, max_tokens: int) -> list[tuple[Any, list[str]]]:
-    """(parsed, replies) per request through the judge core's batch engine.
-
-    A reply that ``parse`` rejects (None) is asked again once (attempt index 1 is part
-    of the cache key), then counted in ``stats.parse_failures``. A request that fails
-    for good on a transient fault (429/5xx, timeout, invalid JSON) gives None for that
-    item only, counted by reason, as :func:`~custom_metrics.judge.judge_scores` does.
-    """
-    import asyncio
-
-    from custom_metrics.judge import _BatchRun  # the core's engine: retries, dedup, cache
-
-    params: dict[str, Any] = {"temperature": config.temperature, "max_tokens": max_tokens, "n": 1}
-    if config.seed is not None:
-        params["seed"] = config.seed
-    cache = open_cache(config.cache_path) if config.cache_path else None
-    stats.items += len(requests)
-
-    async def one(run: Any, messages: Messages) -> tuple[Any, list[str]]:
-        replies: list[str] = []
-        for attempt in (0, 1):
-            try:
-                response = await run.answer(messages, params, attempt)
-            except JudgeRequestError as exc:
-                if not exc.transient:  # a rejected key or unknown model fails every item: stop
-                    raise
-                run._item_failed(exc)  # counted by reason and logged (masked), as in judge_scores
-                return None, replies
-            choices = response.get("choices") or []
-            text = ((choices[0].get("message") or {}).get("content") or "") if choices else ""
-            replies.append(text)
-            parsed = parse(text)
-            if parsed is not None:
-                return parsed, replies
-            if attempt == 0:
-                stats.parse_retries += 1
-        stats.parse_failures += 1
-        return None, replies
-
-    t0 = time.perf_counter()
-    try:
-        async with _BatchRun(config, stats, cache) as run:
-            return list(await asyncio.gather(*(one(run, list(m)) for m in requests)))
-    finally:
-        stats.wall_s += time.perf_counter() - t0
+def _extract(abstracts: Sequence[str], config: JudgeConfig, stats: JudgeStats, max_tokens: int,
+             desc: str) -> tuple[list[dict[str, str] | None], list[str | None]]:
+    """Facets of each abstract and, where None, why (the judge's reason: ``parse``,
+    ``timeout``, ``http_500``, ...). Each distinct non-empty abstract is asked once;
+    an empty one has no facets and costs no call. Raises :class:`JudgeRequestError`
+    when the judge stops the batch (endpoint down, rejected key)."""
+    todo = sorted({a for a in abstracts if a and a.strip()})
+    table: dict[str, tuple[Any, str | None]] = {}
+    if todo:
+        res = judge_texts([extraction_messages(a) for a in todo], parse_facets, config, max_tokens=max_tokens,
+                          stats=stats, desc=desc)
+        table = {a: (v, r) for a, v, r in zip(todo, res.values, res.reasons)}
+    facets: list[dict[str, str] | None] = []
+    reasons: list[str | None] = []
+    for a in abstracts:
+        value, reason = table[a] if a and a.strip() else (dict.fromkeys(FACETS, ""), None)
+        facets.append(dict(value) if value is not None else None)
+        reasons.append(reason)
+    return facets, reasons
 
 
 def extract_facets(abstracts: Sequence[str], config: JudgeConfig, *, stats: JudgeStats | None = None,
                    max_tokens: int = EXTRACT_MAX_TOKENS) -> list[dict[str, str] | None]:
-    """Facet segments of each abstract (None = no JSON after one retry: a counted failure).
+    """Facet segments of each abstract (None = no JSON after one retry, or a request
+    that failed for good: a counted failure, its reason in ``stats``).
 
-    An empty abstract has no facets (all four empty) and costs no call.
+    Runs on the judge core's text engine (:func:`custom_metrics.judge.judge_texts`:
+    sizing, retries, cache, claims and counting shared with the ratings). An empty
+    abstract has no facets (all four empty) and costs no call.
     """
-    stats = stats if stats is not None else JudgeStats()
-    todo = sorted({a for a in abstracts if a and a.strip()})
-    if todo:
-        got = run_sync(lambda: _texts_async([extraction_messages(a) for a in todo], config, stats,
-                                            parse_facets, max_tokens))
-        table = {a: g[0] for a, g in zip(todo, got)}
-    else:
-        table = {}
-    empty = {f: "" for f in FACETS}
-    return [table[a] if a and a.strip() else dict(empty) for a in abstracts]
+    return _extract(abstracts, config, stats if stats is not None else JudgeStats(), max_tokens,
+                    "fm extract")[0]
 
 
 # =========================================================================== batch API
+
+#: FM's per-pair failure kinds (``per_item[i]["failure"]``; ``failures`` counts each)
+FAILURE_KINDS = ("reference_extraction", "candidate_extraction", "no_reference_facets", "rating",
+                 "vanilla_rating")
 
 
 def fm_scores(references: Sequence[str], candidates: Sequence[str], config: JudgeConfig | None,
               variant: str = "zero", *, vanilla: bool = True, facets: bool = True,
               reference_facets: Sequence[dict[str, str] | None] | None = None,
-              stats: JudgeStats | None = None) -> dict[str, Any] | None:
+              stats: JudgeStats | None = None,
+              extract_max_tokens: int = EXTRACT_MAX_TOKENS) -> dict[str, Any] | None:
     """FM (and the vanilla baseline) of each candidate abstract against its reference.
 
     ``variant``: ``"zero"`` (zero-shot alignment prompts, default) or ``"few"``
     (with demonstrations). ``reference_facets`` may pass already extracted reference
     segments (e.g. ScholarSum's ``ground_aspect``) to skip that extraction.
     ``facets=False`` computes only the vanilla baseline (no extraction, no facet calls).
+    ``extract_max_tokens``: the reply budget of a facet extraction.
     Returns None (after a once-per-process notice) without a judge. Otherwise a dict:
     ``fm`` and ``fm_vanilla`` (means over scored pairs, None if none), ``per_item``
     (one dict per pair: ``fm``, ``fractions`` [4], ``ratings`` {facet: rating or
     None}, ``reference_facets``, ``candidate_facets``, ``fm_vanilla``, ``failure``
-    (None, ``"reference_extraction"``, ``"candidate_extraction"``, ``"rating"``)),
-    ``n_scored``, ``failures`` (counts by kind), ``usage`` and ``judge``.
+    (None or one of :data:`FAILURE_KINDS`), ``reason`` (why: the judge's reason
+    such as ``parse``, ``timeout``, ``http_500``, ``abandoned``), ``vanilla_failure``
+    (why ``fm_vanilla`` is None when it was asked for)), ``n_scored``,
+    ``n_scored_vanilla``, ``failures`` (pairs by kind), ``vanilla_failures``,
+    ``errors`` (judge errors that stopped the judging, masked), ``usage`` and ``judge``.
+
+    Accounting, so that ``fm_failures`` says what happened: every pair is either
+    scored or has a ``failure``; with ``facets``, ``n_scored`` plus the pairs whose
+    failure is not ``vanilla_rating`` equals the number of pairs; with ``vanilla``,
+    ``n_scored_vanilla + vanilla_failures`` does. ``vanilla_rating`` marks a pair
+    whose FM is fine (or not asked for) but whose vanilla rating failed. A reference
+    without any facet (an empty reference, or an extraction that found none) has no
+    FM: ``no_reference_facets``, never a silent gap.
+
+    A judge error that stops a batch (endpoint down, a latency probe without an
+    answer, a rejected key) does not raise here: it is logged, kept in ``errors``,
+    and every pair it left unjudged fails with its reason; the later steps are not
+    sent (reason ``abandoned``). Why: raising would leave the harness with NaN
+    metrics and an ``fm_failures`` of 0, hiding that FM failed.
     """
     if config is None:
         notice_judge_skipped("FM judge metrics")
@@ -365,28 +360,64 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
         raise ValueError(f"variant must be 'zero' or 'few', got {variant!r}")
     if len(references) != len(candidates):
         raise ValueError(f"fm_scores: {len(references)} references but {len(candidates)} candidates")
-    stats = stats if stats is not None else JudgeStats()
-    n = len(references)
     if not facets and not vanilla:
         raise ValueError("fm_scores: nothing to compute (facets=False and vanilla=False)")
-    if not facets:
-        ref_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
-        cand_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
-    elif reference_facets is None:
-        ref_f = extract_facets(references, config, stats=stats)
-    else:
-        if len(reference_facets) != n:
-            raise ValueError("reference_facets must have one entry per reference")
-        ref_f = list(reference_facets)
-    if facets:
-        cand_f = extract_facets(candidates, config, stats=stats)
+    if reference_facets is not None and len(reference_facets) != len(references):
+        raise ValueError("reference_facets must have one entry per reference")
+    stats = stats if stats is not None else JudgeStats()
+    n = len(references)
+    errors: list[str] = []
+    halted: list[str] = []  # the reason of the judge error that stopped the judging, if any
 
-    # alignment requests: only where both segments exist
+    def halt(exc: JudgeRequestError) -> str:
+        reason = exc.reason or "error"
+        halted.append(reason)
+        message = mask_secrets(str(exc), config)
+        errors.append(message)
+        log.error("FM: the judge stopped (%s): %s; the pairs left unjudged are counted as failures",
+                  reason, message)
+        return reason
+
+    empty = [is_empty_generation(c) for c in candidates]
+    stats.items += sum(empty)  # an empty candidate is one item, never sent: its facets and
+    stats.empty_skipped += sum(empty)  # vanilla get the lowest rating below
+
+    # 1. facets: references (unless given), then the candidates whose reference has any
+    ref_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
+    cand_f: list[dict[str, str] | None] = [dict.fromkeys(FACETS, "") for _ in range(n)]
+    ref_why: list[str | None] = [None] * n
+    cand_why: list[str | None] = [None] * n
+    if facets:
+        if reference_facets is not None:
+            ref_f = [None if f is None else dict(f) for f in reference_facets]
+            ref_why = [None if f is not None else "missing" for f in ref_f]
+        else:
+            try:
+                ref_f, ref_why = _extract(references, config, stats, extract_max_tokens, "fm extract references")
+            except JudgeRequestError as exc:
+                reason = halt(exc)
+                ref_f, ref_why = [None] * n, [reason] * n
+        # a candidate is extracted only where FM can exist: its reference has a facet
+        wanted = [i for i in range(n) if ref_f[i] is not None and _has_facet(ref_f[i])]
+        cand_f = [None] * n
+        cand_why = ["abandoned" if halted else None] * n
+        if wanted and not halted:
+            try:
+                got, why = _extract([candidates[i] for i in wanted], config, stats, extract_max_tokens,
+                                    "fm extract candidates")
+                for i, f, r in zip(wanted, got, why):
+                    cand_f[i], cand_why[i] = f, r
+            except JudgeRequestError as exc:
+                reason = halt(exc)
+                for i in wanted:
+                    cand_why[i] = reason
+
+    # 2. alignment ratings: only where both segments exist
     requests: list[Messages] = []
     scales: list[tuple[int, int]] = []
     slots: list[tuple[int, str]] = []
     for i in range(n):
-        if ref_f[i] is None or cand_f[i] is None:
+        if not facets or ref_f[i] is None or cand_f[i] is None:
             continue
         for facet in FACETS:
             r, c = ref_f[i].get(facet, ""), cand_f[i].get(facet, "")
@@ -394,62 +425,60 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
                 requests.append(alignment_messages(facet, r, c, variant))
                 scales.append(FACET_SCALES[facet])
                 slots.append((i, facet))
-    rated: dict[tuple[int, str], float | None] = {}
-    if requests:
-        res = judge_scores(requests, scales, config, stats=stats, desc="fm align")
-        rated = dict(zip(slots, res.scores))
+    rated: dict[tuple[int, str], tuple[float | None, str | None]] = {}
+    if requests and halted:
+        rated = {slot: (None, "abandoned") for slot in slots}
+    elif requests:
+        try:
+            res = judge_scores(requests, scales, config, stats=stats, desc="fm align")
+            rated = {slot: (s, r) for slot, s, r in zip(slots, res.scores, res.reasons)}
+        except JudgeRequestError as exc:
+            reason = halt(exc)
+            rated = {slot: (None, reason) for slot in slots}
+
+    # 3. the vanilla rating of whole abstracts
     van: list[float | None] = [None] * n
-    empty = [is_empty_generation(c) for c in candidates]
-    stats.empty_skipped += sum(empty)  # never sent: their facets were already rated lowest above
+    van_why: list[str | None] = [None] * n
     if vanilla:
-        idx = [i for i in range(n) if (references[i] or "").strip() and not empty[i]]
+        idx = []
         for i in range(n):
-            if empty[i] and (references[i] or "").strip():
+            if not (references[i] or "").strip():
+                van_why[i] = "empty_reference"
+            elif empty[i]:
                 van[i] = VANILLA_SCALE[0] / VANILLA_SCALE[1]  # an empty abstract aligns with nothing
-        if idx:
-            res = judge_scores([vanilla_messages(references[i], candidates[i]) for i in idx],
-                               VANILLA_SCALE, config, stats=stats, desc="fm vanilla")
-            for i, s in zip(idx, res.scores):
-                van[i] = None if s is None else s / VANILLA_SCALE[1]
+            else:
+                idx.append(i)
+        if idx and halted:
+            for i in idx:
+                van_why[i] = "abandoned"
+        elif idx:
+            try:
+                res = judge_scores([vanilla_messages(references[i], candidates[i]) for i in idx],
+                                   VANILLA_SCALE, config, stats=stats, desc="fm vanilla")
+                for i, s, r in zip(idx, res.scores, res.reasons):
+                    van[i] = None if s is None else s / VANILLA_SCALE[1]
+                    van_why[i] = r
+            except JudgeRequestError as exc:
+                reason = halt(exc)
+                for i in idx:
+                    van_why[i] = reason
 
     per_item: list[dict[str, Any]] = []
-    failures = {"reference_extraction": 0, "candidate_extraction": 0, "rating": 0}
+    failures = dict.fromkeys(FAILURE_KINDS, 0)
     for i in range(n):
         item: dict[str, Any] = {"fm": None, "fractions": None, "ratings": None,
-                                "reference_facets": ref_f[i], "candidate_facets": cand_f[i],
-                                "fm_vanilla": van[i], "failure": None}
-        if ref_f[i] is None or cand_f[i] is None:
-            kind = "reference_extraction" if ref_f[i] is None else "candidate_extraction"
-            item["failure"] = kind
-            failures[kind] += 1
-            per_item.append(item)
-            continue
-        ratings: dict[str, float | None] = {}
-        fractions: list[float] = []
-        for facet in FACETS:
-            r, c = ref_f[i].get(facet, ""), cand_f[i].get(facet, "")
-            if not r.strip():
-                ratings[facet], frac = None, 0.0
-            elif not c.strip():
-                ratings[facet] = float(FACET_SCALES[facet][0])
-                frac = ratings[facet] / FACET_SCALES[facet][1]
-            else:
-                ratings[facet] = rated.get((i, facet))
-                frac = (float("nan") if ratings[facet] is None
-                        else ratings[facet] / FACET_SCALES[facet][1])
-            fractions.append(frac)
-        item["ratings"], item["fractions"] = ratings, fractions
-        if any(isinstance(f, float) and math.isnan(f) for f in fractions):
-            item["failure"] = "rating"
-            failures["rating"] += 1
-        else:
-            total = fm_aggregate(fractions)
-            item["fm"] = None if math.isnan(total) else total
+                                "reference_facets": ref_f[i] if facets else None,
+                                "candidate_facets": cand_f[i] if facets else None,
+                                "fm_vanilla": van[i], "failure": None, "reason": None,
+                                "vanilla_failure": (van_why[i] or "error") if vanilla and van[i] is None else None}
+        if facets:
+            _fm_item(item, ref_f[i], cand_f[i], ref_why[i], cand_why[i],
+                     {f: rated.get((i, f), (None, None)) for f in FACETS})
+        if item["failure"] is None and item["vanilla_failure"] is not None:
+            item["failure"], item["reason"] = "vanilla_rating", item["vanilla_failure"]
+        if item["failure"] is not None:
+            failures[item["failure"]] += 1
         per_item.append(item)
-    if not facets:
-        for it in per_item:
-            it.update(fm=None, fractions=None, ratings=None, reference_facets=None,
-                      candidate_facets=None, failure=None)
     scored = [it["fm"] for it in per_item if it["fm"] is not None]
     vscored = [v for v in van if v is not None]
     return {
@@ -457,8 +486,55 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
         "fm_vanilla": (sum(vscored) / len(vscored) if vscored else None) if vanilla else None,
         "per_item": per_item,
         "n_scored": len(scored),
+        "n_scored_vanilla": len(vscored),
         "failures": failures,
+        "vanilla_failures": sum(it["vanilla_failure"] is not None for it in per_item),
+        "errors": errors,
         "variant": variant,
         "usage": stats.as_dict(),
         "judge": config.describe(),
     }
+
+
+def _has_facet(segments: dict[str, str]) -> bool:
+    return any((segments.get(f) or "").strip() for f in FACETS)
+
+
+def _fm_item(item: dict[str, Any], ref: dict[str, str] | None, cand: dict[str, str] | None,
+             ref_why: str | None, cand_why: str | None,
+             rated: dict[str, tuple[float | None, str | None]]) -> None:
+    """Fill one pair's FM fields (``fm``, ``fractions``, ``ratings``) or its failure."""
+    if ref is None:
+        item["failure"], item["reason"] = "reference_extraction", ref_why or "error"
+        return
+    if not _has_facet(ref):
+        item["failure"], item["reason"] = "no_reference_facets", "no_facets"
+        return
+    if cand is None:
+        item["failure"], item["reason"] = "candidate_extraction", cand_why or "error"
+        return
+    ratings: dict[str, float | None] = {}
+    fractions: list[float] = []
+    failed_why: str | None = None
+    for facet in FACETS:
+        r, c = ref.get(facet, ""), cand.get(facet, "")
+        if not r.strip():
+            ratings[facet], frac = None, 0.0
+        elif not c.strip():
+            ratings[facet] = float(FACET_SCALES[facet][0])
+            frac = ratings[facet] / FACET_SCALES[facet][1]
+        else:
+            score, why = rated[facet]
+            ratings[facet] = score
+            if score is None:
+                frac = float("nan")
+                failed_why = failed_why or why or "error"
+            else:
+                frac = score / FACET_SCALES[facet][1]
+        fractions.append(frac)
+    item["ratings"], item["fractions"] = ratings, fractions
+    if failed_why is not None:
+        item["failure"], item["reason"] = "rating", failed_why
+    else:
+        total = fm_aggregate(fractions)
+        item["fm"] = None if math.isnan(total) else total

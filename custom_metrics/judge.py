@@ -12,9 +12,24 @@ Design, and why:
   OpenAI-compatible ``/v1/chat/completions`` (OpenAI, a vLLM server). The client's
   own retries are disabled (``max_retries=0``) so that every retry is ours: counted,
   bounded, with backoff and jitter we control.
-* **Concurrency.** One ``asyncio.Semaphore`` bounds the HTTP requests in flight
-  (``max_concurrency``, default 8): judge endpoints rate-limit, and a local vLLM
-  server batches best with a steady, bounded load.
+* **Concurrency.** A resizable slot pool bounds the HTTP requests in flight
+  (``max_concurrency``): judge endpoints rate-limit, and a local vLLM server batches
+  best with a steady, bounded load.
+* **Sizing (timeout and concurrency unset).** A fixed "8 in flight, 60 s each" times
+  out on a CPU-served model (``transformers serve`` answers one request at a time, so
+  the eighth waits for the seven before it). So when ``timeout_s`` or
+  ``max_concurrency`` is None (the default), a batch's first HTTP request is a
+  *latency probe*: sent alone, allowed :data:`PROBE_TIMEOUT_S`. Its latency L sizes
+  the rest: in flight ``clamp(AUTO_QUEUE_BUDGET_S // L, 1, 8)`` (about 8 for a hosted
+  API, 1 for a server that takes 15 s or more a request), per-request timeout
+  ``max(AUTO_TIMEOUT_FLOOR_S, AUTO_TIMEOUT_FACTOR * L * in_flight)``, raised to
+  ``AUTO_LATENCY_FACTOR`` times the slowest answer seen. Timeouts of two different
+  requests after sizing (a queue that outgrew the timeout, not one hung request)
+  double the timeout and halve the requests in flight. A probe with no answer in
+  :data:`PROBE_TIMEOUT_S` stops the batch with a message naming ``judge_timeout`` /
+  ``DOMSUM_JUDGE_TIMEOUT``. A value that is set is used exactly as given, never
+  adapted: only the unset one is sized. What each batch used is recorded in
+  :attr:`JudgeStats.sizing`.
 * **Retries.** 429, 408, 5xx, timeouts and connection errors are retried with
   exponential backoff and "equal jitter" (half the exponential delay plus a random
   half; a server's ``Retry-After`` is honoured up to 60 s); other 4xx fail fast with a
@@ -51,15 +66,28 @@ Design, and why:
   replaces the configured key and the ``OPENAI_API_KEY`` / ``DOMSUM_JUDGE_API_KEY``
   values; cache rows (request and reply) are masked with the same key list.
 * **Scoring** (Liu et al., 2023, "G-Eval", Eq. 1): with log-probabilities, the score
-  is the probability-weighted mean of the valid score tokens at the first score
-  position, renormalised over the valid tokens; without them (endpoint refuses or
-  omits them), the mean of the scores parsed from ``n_samples`` sampled replies
-  (G-Eval used n=20, temperature 1). ``logprobs="auto"`` tries log-probabilities
-  first (one probe per batch; the other items wait for its answer) and falls back.
-  Each item records its mode.
+  is the probability-weighted mean of the valid score tokens at the score position
+  (the token where :func:`parse_score` reads the reply's score), renormalised over
+  the valid tokens; without them (endpoint refuses or omits them), the mean of the
+  scores parsed from ``n_samples`` sampled replies (G-Eval used n=20, temperature 1).
+  ``logprobs="auto"`` tries log-probabilities first (one probe per batch; the other
+  items wait for its answer) and falls back. Each item records its mode.
+* **Fewer choices than asked.** Some servers ignore ``n`` (``transformers serve``
+  always returns one choice). A sampled reply with fewer than ``n_samples`` choices
+  is made up to ``n_samples`` with separate single-choice requests (each its own
+  cache key, ``draw`` 1, 2, ...), so "the mean of n samples" means what it says on
+  every server; :attr:`JudgeStats.choices_short` counts such replies,
+  ``choices_missing`` the choices they lacked and ``sample_topups`` the requests that
+  made them up (each also counted in ``http_calls`` or ``cache_hits``).
 * **Parse failures.** A reply with no valid score is asked again once (a new
   request: the attempt index is part of the cache key) and then counted as a parse
-  failure: score ``None``, excluded from means, reported — never scored 0.
+  failure: score ``None``, excluded from means, reported — never scored 0. A reply
+  off the scale or in another scale ("-1", "0", "7" or "5/10" on a 1-5 scale) has no
+  valid score: it is never clipped or rescaled onto the scale.
+* **Accounting.** Every item ends in exactly one of: scored (:attr:`JudgeStats.scored`),
+  a parse failure, a request failure by reason (:attr:`JudgeStats.failed`, where
+  ``abandoned`` counts the items a stopped batch never finished), or an empty
+  generation skipped; ``scored + n_failed + empty_skipped == items``.
 * **Sync entry point.** :func:`judge_scores` works from plain code (``asyncio.run``)
   and from inside a running event loop (a worker thread with its own loop), since
   the harness aggregates synchronously but notebooks run a loop.
@@ -70,6 +98,7 @@ No harness import: this is a plain metric library.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import email.utils
@@ -109,6 +138,18 @@ RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is honoured up to this, beyon
 CLAIM_POLL_MIN_S = 0.02  # first poll of a waiter on another run's claim ...
 CLAIM_POLL_MAX_S = 0.5   # ... growing to this: short waits stay snappy, long ones cheap
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
+# Sizing when timeout_s / max_concurrency are unset (see the module docstring). Module
+# constants, not settings: one number (the probe's latency) decides them, and tests
+# shrink them to exercise a "slow" server in milliseconds.
+DEFAULT_MAX_CONCURRENCY = 8  # in flight against a fast endpoint (and the most sizing picks)
+PROBE_TIMEOUT_S = 300.0      # the first request of a batch, sent alone, waits up to this
+AUTO_TIMEOUT_FLOOR_S = 60.0  # a sized per-request timeout is never shorter
+AUTO_TIMEOUT_MAX_S = 900.0   # ... nor longer (a request this slow is a hung server)
+AUTO_TIMEOUT_FACTOR = 4.0    # timeout >= this x probe latency x requests in flight
+AUTO_LATENCY_FACTOR = 3.0    # timeout >= this x the slowest answer seen so far
+AUTO_QUEUE_BUDGET_S = 15.0   # in flight <= this / probe latency: a serialising server's queue
+TIMEOUT_HINT = ("raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request) or lower "
+                "judge_concurrency / DOMSUM_JUDGE_CONCURRENCY (requests in flight; 1 for a CPU-served model)")
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY")
 SECRET_MIN_LEN = 6  # shorter values ("EMPTY", "x") are placeholders; masking them mangles text
 SECRET_MASK = "[api key masked]"
@@ -221,14 +262,19 @@ class JudgeConfig:
     ``"on"`` (require them; an endpoint without them is an error), ``"off"`` (always
     sample), ``"auto"`` (try, fall back). ``cache_path=None`` disables the cache.
     ``claim_ttl_s``: how long another run's claim on an item is honoured without a
-    heartbeat (default: three ``timeout_s``; see :attr:`claim_ttl`).
+    heartbeat (default: three :attr:`nominal_timeout_s`; see :attr:`claim_ttl`).
+
+    ``max_concurrency`` (requests in flight) and ``timeout_s`` (seconds per request)
+    default to None: sized per batch from the latency of its first request (module
+    docstring, "Sizing"), because no fixed pair suits both a hosted API and a model
+    served on a CPU. A value that is set is used exactly as given.
     """
 
     model: str
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    max_concurrency: int = 8
-    timeout_s: float = 60.0
+    max_concurrency: int | None = None
+    timeout_s: float | None = None
     max_retries: int = 5
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
@@ -248,9 +294,9 @@ class JudgeConfig:
         problems = []
         if not self.model or not str(self.model).strip():
             problems.append("model must be a non-empty string")
-        if self.max_concurrency < 1:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
             problems.append(f"max_concurrency must be >= 1 (got {self.max_concurrency})")
-        if self.timeout_s <= 0:
+        if self.timeout_s is not None and not self.timeout_s > 0:
             problems.append(f"timeout_s must be > 0 (got {self.timeout_s})")
         if self.max_retries < 0:
             problems.append(f"max_retries must be >= 0 (got {self.max_retries})")
@@ -274,10 +320,16 @@ class JudgeConfig:
         return normalize_endpoint(self.base_url)
 
     @property
+    def nominal_timeout_s(self) -> float:
+        """``timeout_s``, or :data:`AUTO_TIMEOUT_FLOOR_S` when it is sized per batch:
+        the unit of the claim timings below, which must be known before any request."""
+        return self.timeout_s if self.timeout_s is not None else AUTO_TIMEOUT_FLOOR_S
+
+    @property
     def claim_ttl(self) -> float:
         """Seconds a claim stays valid without a heartbeat: ``claim_ttl_s``, else three
         request timeouts (a live owner refreshes it far more often than that)."""
-        return self.claim_ttl_s if self.claim_ttl_s is not None else 3.0 * self.timeout_s
+        return self.claim_ttl_s if self.claim_ttl_s is not None else 3.0 * self.nominal_timeout_s
 
     @property
     def claim_wait_s(self) -> float:
@@ -285,12 +337,17 @@ class JudgeConfig:
         every attempt of the other's retry chain at full timeout, the longest backoff
         between them, and one claim lifetime of slack. Bounded, so no wait hangs."""
         backoff = max(self.backoff_cap_s, RETRY_AFTER_MAX_S)
-        return (self.max_retries + 1) * self.timeout_s + self.max_retries * backoff + self.claim_ttl
+        return (self.max_retries + 1) * self.nominal_timeout_s + self.max_retries * backoff + self.claim_ttl
 
     def describe(self) -> dict[str, Any]:
-        """What to record beside the scores (never the API key)."""
+        """What to record beside the scores (never the API key). ``"auto"`` marks a
+        timeout or concurrency sized per batch (the sizes used are in
+        :attr:`JudgeStats.sizing`)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
         d["base_url"] = self.endpoint
+        for name in ("max_concurrency", "timeout_s"):
+            if d[name] is None:
+                d[name] = "auto"
         return d
 
 
@@ -326,9 +383,14 @@ def reset_judge_notice() -> None:
 
 
 def cache_key(endpoint: str | None, model: str, messages: Sequence[Mapping[str, Any]],
-              params: Mapping[str, Any], attempt: int = 0) -> str:
-    """SHA-256 over everything that changes the answer, in canonical JSON."""
-    payload = {
+              params: Mapping[str, Any], attempt: int = 0, draw: int = 0) -> str:
+    """SHA-256 over everything that changes the answer, in canonical JSON.
+
+    ``draw`` tells apart the single-choice requests that make up a sampled reply
+    with fewer choices than asked (1, 2, ...): the same request, a different sample.
+    It is part of the key only when set, so every key of earlier runs stays valid.
+    """
+    payload: dict[str, Any] = {
         "schema": CACHE_SCHEMA,
         "endpoint": normalize_endpoint(endpoint),
         "model": model,
@@ -336,6 +398,8 @@ def cache_key(endpoint: str | None, model: str, messages: Sequence[Mapping[str, 
         "params": dict(params),
         "attempt": attempt,
     }
+    if draw:
+        payload["draw"] = draw
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -524,54 +588,95 @@ def score_values(scale: Scale) -> range:
 
 
 _NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
-_RANGE_RE = re.compile(r"\d+(?:\.\d+)?\s*(?:-|–|to)\s*\d+(?:\.\d+)?")
+_RANGE_RE = re.compile(r"\d+(?:\.\d+)?\s*(?:-|\u2013|\u2014|\u2212|to)\s*\d+(?:\.\d+)?")
+_MINUS = ("-", "\u2212", "\u2013", "\u2014")  # hyphen, minus sign, en and em dash right before a number
+_DENOMINATOR_RE = re.compile(r"\s*(?:/|out\s+of\b|of\b)\s*(\d+(?:\.\d+)?)", re.I)
 
 
-def parse_score(text: str | None, scale: Scale) -> float | None:
-    """The first number of a reply, if it lies on the scale; else None.
-
-    Ranges that echo the scale ("Coherence (1-5): 4") are skipped, so the 4 is read,
-    not the 1. "4/5" reads 4. Out-of-scale numbers are not a score.
-    """
+def _find_score(text: str | None, scale: Scale) -> tuple[float, int] | None:
+    """(score, offset of its first character in ``text``), or None: see :func:`parse_score`."""
     if not text:
         return None
-    cleaned = _RANGE_RE.sub(" ", text)
+    # blank out ranges that echo the scale, keeping every offset where it was
+    cleaned = _RANGE_RE.sub(lambda m: " " * len(m.group()), text)
     m = _NUMBER_RE.search(cleaned)
     if not m:
         return None
-    value = float(m.group())
+    if m.start() > 0 and cleaned[m.start() - 1] in _MINUS:
+        return None  # "-1": a negative number is no score on any of our scales
+    after = cleaned[m.end():]
+    if after.lstrip().startswith("%"):
+        return None  # "80%": a percentage, another scale
     lo, hi = scale
-    return value if lo <= value <= hi else None
+    denominator = _DENOMINATOR_RE.match(after)
+    if denominator and float(denominator.group(1)) != float(hi):
+        return None  # "5/10", "4 out of 10": a score on another scale, never rescaled
+    value = float(m.group())
+    return (value, m.start()) if lo <= value <= hi else None
 
 
-def score_from_logprobs(content: Sequence[Mapping[str, Any]] | None, scale: Scale) -> float | None:
+def parse_score(text: str | None, scale: Scale) -> float | None:
+    """The first number of a reply, if it is a score on ``scale``; else None.
+
+    Ranges that echo the scale ("Coherence (1-5): 4") are skipped, so the 4 is read,
+    not the 1. "4/5" and "4 out of 5" read 4 on a 1-5 scale. Not a score, so None
+    (a parse failure, never coerced onto the scale): a number off the scale ("0",
+    "7"), a negative one ("-1"), one on another scale ("5/10", "3 out of 10"), a
+    percentage ("80%"). Why so strict: clipping "7" to 5 or reading "5/10" as 5 would
+    turn a judge that misread the instructions into a confident score.
+    """
+    found = _find_score(text, scale)
+    return None if found is None else found[0]
+
+
+def score_from_logprobs(content: Sequence[Mapping[str, Any]] | None, scale: Scale,
+                        text: str | None = None) -> float | None:
     """G-Eval's weighted score from chat-completion logprobs ``content``.
 
-    The score position is the first generated token that is a number. There, the
+    The reply (``text``, else the tokens joined) must itself hold a valid score
+    (:func:`parse_score`): a greedy reply "7", "-1" or "5/10" on a 1-5 scale is a
+    judge answering off the scale, unparsable, whatever mass the alternatives carry.
+    The score position is the token holding the first character of that score (the
+    first numeric token when the tokens do not spell the reply). There, the
     probabilities of the chosen token and its ``top_logprobs`` alternatives that are
     valid scores (whitespace stripped; " 4" and "4" both count as 4) are summed per
     score and renormalised: score = sum_s s * p(s) / sum_s p(s). None when there is
-    no numeric position or no valid score at it.
+    no valid score.
     """
+    positions = list(content or ())
+    tokens = [str(pos.get("token", "")) for pos in positions]
+    joined = "".join(tokens)
+    found = _find_score(text if text is not None else joined, scale)
+    if found is None:
+        return None
+    index: int | None = None
+    if text is None or joined == text:
+        offset = 0
+        for i, token in enumerate(tokens):
+            if offset <= found[1] < offset + len(token):
+                index = i
+                break
+            offset += len(token)
+    if index is None:
+        index = next((i for i, t in enumerate(tokens) if t.strip().isdecimal()), None)
+    if index is None:
+        return None
     valid = set(score_values(scale))
-    for pos in content or ():
-        if not str(pos.get("token", "")).strip().isdecimal():
+    pos = positions[index]
+    mass: Counter[int] = Counter()
+    seen: set[str] = set()
+    for alt in [pos, *(pos.get("top_logprobs") or ())]:
+        token = str(alt.get("token", ""))
+        if token in seen:
             continue
-        mass: Counter[int] = Counter()
-        seen: set[str] = set()
-        for alt in [pos, *(pos.get("top_logprobs") or ())]:
-            token = str(alt.get("token", ""))
-            if token in seen:
-                continue
-            seen.add(token)
-            stripped = token.strip()
-            if stripped.isdecimal() and int(stripped) in valid:
-                mass[int(stripped)] += math.exp(float(alt.get("logprob", -math.inf)))
-        total = sum(mass.values())
-        if total <= 0:
-            return None
-        return sum(s * p for s, p in mass.items()) / total
-    return None
+        seen.add(token)
+        stripped = token.strip()
+        if stripped.isdecimal() and int(stripped) in valid:
+            mass[int(stripped)] += math.exp(float(alt.get("logprob", -math.inf)))
+    total = sum(mass.values())
+    if total <= 0:
+        return None
+    return sum(s * p for s, p in mass.items()) / total
 
 
 def score_from_samples(texts: Sequence[str | None], scale: Scale) -> float | None:
@@ -584,7 +689,8 @@ def score_from_samples(texts: Sequence[str | None], scale: Scale) -> float | Non
 
 
 #: how :meth:`JudgeStats.summary_line` names each failure reason
-_REASON_WORDS = {"invalid_json": "invalid JSON", "timeout": "timeout", "connection": "connection error"}
+_REASON_WORDS = {"invalid_json": "invalid JSON", "timeout": "timeout", "connection": "connection error",
+                 "abandoned": "not finished (the batch stopped)"}
 
 
 @dataclass
@@ -599,13 +705,25 @@ class JudgeStats:
     (``cached_*``: those of answers reused from the cache).
     ``empty_skipped``: items whose generation was empty, never sent; ``failed``:
     items whose requests failed for good, by reason (``http_<status>``, ``timeout``,
-    ``connection``, ``invalid_json``), and ``failed_tries`` the attempts each reason
+    ``connection``, ``invalid_json``, ``abandoned``: not finished when a batch stopped
+    on an endpoint-level error), and ``failed_tries`` the attempts each reason
     took; ``claim_waits``: items another run was already requesting, waited for
     instead of paid again; ``claims_taken_over``: expired or orphaned claims of
     another run that this run took over.
+
+    ``scored``: items that got a score (or, for text replies, a parsed value); every
+    item is counted once in exactly one of ``scored``, ``parse_failures``, ``failed``
+    and ``empty_skipped`` (:attr:`accounted`). ``choices_short``: replies that held
+    fewer choices than the ``n`` asked (servers that ignore ``n``);
+    ``choices_missing``: the choices they lacked; ``sample_topups``: single-choice
+    requests made to fill them (each also in ``http_calls`` or ``cache_hits``).
+    ``sizing``: per batch that sent requests, the per-request timeout and requests in
+    flight it used, whether each was set or sized (``auto``), the latency probe's
+    seconds, and how often timeouts made it adapt.
     """
 
     items: int = 0
+    scored: int = 0
     http_calls: int = 0
     answers: int = 0
     cache_hits: int = 0
@@ -618,15 +736,27 @@ class JudgeStats:
     claim_waits: int = 0
     claims_taken_over: int = 0
     logprobs_fallbacks: int = 0
+    choices_short: int = 0
+    choices_missing: int = 0
+    sample_topups: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
     wall_s: float = 0.0
+    sizing: list[dict[str, Any]] = field(default_factory=list)
 
-    def count_failure(self, reason: str, tries: int) -> None:
-        self.failed[reason] = self.failed.get(reason, 0) + 1
+    def count_failure(self, reason: str, tries: int, n: int = 1) -> None:
+        if n <= 0:
+            return
+        self.failed[reason] = self.failed.get(reason, 0) + n
         self.failed_tries[reason] = max(self.failed_tries.get(reason, 0), tries)
+
+    @property
+    def accounted(self) -> int:
+        """Items with a known outcome: ``scored + n_failed + empty_skipped``; equals
+        ``items`` once every batch counted here has finished (a test invariant)."""
+        return self.scored + self.n_failed + self.empty_skipped
 
     @property
     def n_failed(self) -> int:
@@ -665,6 +795,11 @@ class JudgeStats:
         if self.empty_skipped:
             noun = "summary" if self.empty_skipped == 1 else "summaries"
             line += f"; {self.empty_skipped} empty {noun} skipped (not sent)"
+        if self.failed.get("timeout"):
+            line += f"; to avoid timeouts {TIMEOUT_HINT}"
+        if self.choices_short:
+            line += (f"; {self.choices_short} judge replies held fewer choices than asked "
+                     f"({self.choices_missing} missing, made up with {self.sample_topups} single-choice requests)")
         return line
 
 
@@ -680,6 +815,8 @@ class JudgeResult:
     stats: JudgeStats
     config: dict[str, Any] = field(default_factory=dict)
     reasons: list[str | None] = field(default_factory=list)
+    #: the parsed value of each item (:func:`judge_texts`: what ``parse`` returned; None = not parsed)
+    values: list[Any] = field(default_factory=list)
 
     @property
     def n_scored(self) -> int:
@@ -723,6 +860,7 @@ class _ItemScore:
     mode: str | None
     replies: list[str]
     reason: str | None = None  # why there is no score (None when scored)
+    value: Any = None  # a text item's parsed value (judge_texts)
 
 
 # =========================================================================== engine
@@ -783,16 +921,76 @@ def _completion_dict(completion: Any) -> dict:
     return data
 
 
+class _Slots:
+    """The bound on requests in flight: a FIFO semaphore whose size may change in use.
+
+    Why not ``asyncio.Semaphore``: sizing sets the bound after the latency probe and
+    halves it after a timeout, and a semaphore's size is fixed when it is made. A
+    lowered bound takes effect as requests in flight finish; none is interrupted.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.in_use = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self) -> None:
+        if self.in_use < self.limit and not self._waiters:
+            self.in_use += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release()  # handed a slot just as we were cancelled: give it back
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(fut)
+            raise
+
+    def release(self) -> None:
+        self.in_use -= 1
+        self._wake()
+
+    def resize(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_use < self.limit:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                self.in_use += 1  # the slot passes to the waiter directly: no overtaking
+                fut.set_result(None)
+
+
 class _BatchRun:
-    """State of one batch: the client, the semaphore, the mode gate, in-flight
-    requests, this run's claim owner id and the heartbeat that keeps its claims live."""
+    """State of one batch: the client, the request slots and their sizing, the mode
+    gate, in-flight requests, this run's claim owner id and the heartbeat that keeps
+    its claims live."""
 
     def __init__(self, config: JudgeConfig, stats: JudgeStats, cache: JudgeCache | None) -> None:
         self.config = config
         self.stats = stats
         self.cache = cache
         self.client: Any = None
-        self.sem = asyncio.Semaphore(config.max_concurrency)
+        # Sizing (module docstring): what is set is used as given; what is unset is
+        # sized from the latency of the first request, which goes alone.
+        self.timeout_set = config.timeout_s is not None
+        self.concurrency_set = config.max_concurrency is not None
+        self.probing = not (self.timeout_set and self.concurrency_set)
+        self.timeout_s: float = config.timeout_s if config.timeout_s is not None else PROBE_TIMEOUT_S
+        self.slots = _Slots(1 if self.probing else int(config.max_concurrency or 1))
+        self.probe_latency_s: float | None = None
+        self.generation = 0  # bumped by each adaptation, so one burst of timeouts adapts once
+        self.timed_out_requests: set[int] = set()  # requests that timed out in this generation
+        self.request_ids = 0
+        self.adaptations = 0
+        self.calls_sent = 0
+        self.desc = "judge"
+        self.short_warned = False
         # cache key -> task: identical requests of one batch share one call (in flight
         # or done), also when the SQLite cache is off
         self.shared: dict[str, asyncio.Task] = {}
@@ -806,6 +1004,7 @@ class _BatchRun:
         self.failures: list[JudgeRequestError] = []  # items failed for good, this batch
         self.answered = False  # any answer (fresh or cached) in this batch
         self.n_items = 0
+        self.finished = 0  # items whose outcome is counted (scored, parse failure, failed)
 
     def mask(self, text: Any) -> str:
         """Every error text we format passes here (see :func:`mask_secrets`)."""
@@ -825,13 +1024,15 @@ class _BatchRun:
                     "or point judge_base_url / OPENAI_BASE_URL at your own server")
             api_key = "EMPTY"  # local servers (vLLM) accept any key unless started with --api-key
         self.client = AsyncOpenAI(api_key=api_key, base_url=cfg.endpoint, max_retries=0,
-                                  timeout=cfg.timeout_s)
+                                  timeout=self.timeout_s)  # each request passes its own
         if self.cache is not None:
             self.owner = new_owner_id()
             self._heartbeat_task = asyncio.ensure_future(self._heartbeat())
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        if self.calls_sent:
+            self.stats.sizing.append(self.sizing_record())
         # claims first, without awaiting: a cancelled run must not leave them behind
         if self._heartbeat_task is not None:
             self._heartbeat_task.cancel()
@@ -869,6 +1070,71 @@ class _BatchRun:
             p["seed"] = cfg.seed
         return p
 
+    # ---- sizing (timeout and requests in flight)
+
+    def sizing_record(self) -> dict[str, Any]:
+        """What this batch used, for :attr:`JudgeStats.sizing` and the results."""
+        return {"batch": self.desc, "requests": self.calls_sent,
+                "probe_latency_s": None if self.probe_latency_s is None else round(self.probe_latency_s, 3),
+                "timeout_s": round(self.timeout_s, 3), "timeout_source": "set" if self.timeout_set else "auto",
+                "max_concurrency": self.slots.limit,
+                "concurrency_source": "set" if self.concurrency_set else "auto",
+                "timeout_adaptations": self.adaptations}
+
+    def _size_from(self, latency: float) -> None:
+        """Size the batch from the probe's latency (module docstring, "Sizing")."""
+        cfg = self.config
+        lat = max(latency, 1e-3)
+        if cfg.max_concurrency is not None:
+            n = cfg.max_concurrency
+        else:
+            n = max(1, min(DEFAULT_MAX_CONCURRENCY, int(AUTO_QUEUE_BUDGET_S // lat)))
+            if cfg.timeout_s is not None:  # a set timeout: no more in flight than it can wait for
+                n = max(1, min(n, int(cfg.timeout_s // (2 * lat))))
+        if cfg.timeout_s is None:
+            self.timeout_s = min(AUTO_TIMEOUT_MAX_S, max(AUTO_TIMEOUT_FLOOR_S, AUTO_TIMEOUT_FACTOR * lat * n))
+        self.slots.resize(n)
+        log.info("judge at %s: first reply in %.2f s; %s: %d request(s) in flight (%s), %g s per request (%s)",
+                 cfg.endpoint, latency, self.desc, n, "set" if self.concurrency_set else "sized",
+                 self.timeout_s, "set" if self.timeout_set else "sized")
+
+    def _answered_in(self, latency: float) -> None:
+        if self.probing:
+            self.probing = False
+            self.probe_latency_s = latency
+            self._size_from(latency)
+        elif not self.timeout_set and AUTO_LATENCY_FACTOR * latency > self.timeout_s:
+            # answers come slower than sized (a busier server, longer prompts): wait longer
+            self.timeout_s = min(AUTO_TIMEOUT_MAX_S, AUTO_LATENCY_FACTOR * latency)
+
+    def _timed_out(self, generation: int, request: int, timeout: float) -> None:
+        """After timeouts of two different requests under the same settings: wait
+        longer and send fewer at once, where unset. Why two: one request that hangs
+        again on its retry says nothing about the server's load, while a queue that
+        outgrew the timeout fails several at once. A burst adapts once, not n times
+        (``generation``)."""
+        if self.probing or generation != self.generation or (self.timeout_set and self.concurrency_set):
+            return
+        self.timed_out_requests.add(request)
+        if len(self.timed_out_requests) < 2:
+            return
+        self.timed_out_requests.clear()
+        self.generation += 1
+        self.adaptations += 1
+        if not self.timeout_set:
+            self.timeout_s = min(AUTO_TIMEOUT_MAX_S, self.timeout_s * 2)
+        if not self.concurrency_set:
+            self.slots.resize(self.slots.limit // 2)
+        log.warning("judge at %s: a request timed out after %g s; %s now sends %d request(s) at once, "
+                    "%g s each (to set them yourself, %s)", self.config.endpoint, timeout, self.desc,
+                    self.slots.limit, self.timeout_s, TIMEOUT_HINT)
+
+    def _timeout_text(self, timeout: float) -> str:
+        how = ("set by judge_timeout / DOMSUM_JUDGE_TIMEOUT" if self.timeout_set else
+               "sized from the first reply's latency" + (f" ({self.probe_latency_s:.2f} s)"
+                                                         if self.probe_latency_s is not None else ""))
+        return f"no answer within {timeout:g} s per request ({how}); {TIMEOUT_HINT}"
+
     # ---- HTTP with retries
 
     def backoff(self, attempt: int, hint: float | None) -> float:
@@ -891,19 +1157,28 @@ class _BatchRun:
         cfg = self.config
         last: BaseException | None = None
         reason = "connection"
+        timeout = self.timeout_s
+        self.request_ids += 1
+        request = self.request_ids  # one id for all attempts of this request
         for attempt in range(cfg.max_retries + 1):
             hint = None
             if not slot_held:
-                await self.sem.acquire()
+                await self.slots.acquire()
             slot_held = False
+            # read under the slot: a request waiting for one gets the sizing of its time
+            probe, generation, timeout = self.probing, self.generation, self.timeout_s
             try:
+                t0 = time.monotonic()
                 try:
                     self.stats.http_calls += 1
+                    self.calls_sent += 1
                     completion = await self.client.chat.completions.create(
-                        model=cfg.model, messages=messages, timeout=cfg.timeout_s, **params)
-                    return _completion_dict(completion)
+                        model=cfg.model, messages=messages, timeout=timeout, **params)
+                    data = _completion_dict(completion)
                 finally:
-                    self.sem.release()
+                    self.slots.release()
+                self._answered_in(time.monotonic() - t0)
+                return data
             except openai.APIStatusError as exc:
                 if not _retryable_status(exc.status_code):
                     raise JudgeRequestError(
@@ -913,6 +1188,15 @@ class _BatchRun:
                 last, hint, reason = exc, _retry_after_s(exc.response), f"http_{exc.status_code}"
             except openai.APITimeoutError as exc:
                 last, reason = exc, "timeout"
+                if probe and not self.timeout_set:
+                    # alone, with the longest wait sizing allows: waiting again would only
+                    # repeat it, for every item; stop the batch and say what to set
+                    raise JudgeRequestError(
+                        f"judge at {cfg.endpoint} (model {cfg.model!r}) did not answer the first request "
+                        f"of {self.desc} (sent alone, to measure its latency) within {timeout:g} s: the "
+                        f"server is hung or slower than that; {TIMEOUT_HINT}", reason="timeout",
+                        attempts=attempt + 1) from None
+                self._timed_out(generation, request, timeout)
             except openai.APIConnectionError as exc:
                 last, reason = exc, "connection"
             except (json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError,
@@ -925,25 +1209,27 @@ class _BatchRun:
                           cfg.endpoint, attempt + 1, delay)
                 await asyncio.sleep(delay)
         status = getattr(last, "status_code", None)
+        what = self._timeout_text(timeout) if reason == "timeout" else self.mask(_describe_error(last))
         raise JudgeRequestError(
             f"judge request to {cfg.endpoint} (model {cfg.model!r}) still failing after "
             f"{cfg.max_retries + 1} attempts: {_REASON_TEXT.get(reason, reason.replace('_', ' '))} "
-            f"({self.mask(_describe_error(last))}). Answers so far are cached; re-run to resume.",
+            f"({what}). Answers so far are cached; re-run to resume.",
             status=status, reason=reason, attempts=cfg.max_retries + 1, transient=True) from None
 
     # ---- cache, claims, dedup
 
-    async def answer(self, messages: Messages, params: Mapping[str, Any], attempt: int) -> dict:
+    async def answer(self, messages: Messages, params: Mapping[str, Any], attempt: int, draw: int = 0) -> dict:
         """The answer for this exact request: this batch's, the cache's (also one
-        another run is fetching right now), or a new HTTP call."""
+        another run is fetching right now), or a new HTTP call. ``draw``: which extra
+        sample of a short sampled reply this is (see :func:`cache_key`)."""
         cfg = self.config
-        key = cache_key(cfg.endpoint, cfg.model, messages, params, attempt)
+        key = cache_key(cfg.endpoint, cfg.model, messages, params, attempt, draw)
         task = self.shared.get(key)
         if task is not None:
             result = await task
             self.stats.cache_hits += 1
             return result
-        task = asyncio.ensure_future(self._resolve(key, messages, params, attempt))
+        task = asyncio.ensure_future(self._resolve(key, messages, params, attempt, draw))
         self.shared[key] = task
         try:
             return await task
@@ -951,10 +1237,11 @@ class _BatchRun:
             self.shared.pop(key, None)
             raise
 
-    async def _resolve(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int) -> dict:
+    async def _resolve(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int,
+                       draw: int = 0) -> dict:
         cache = self.cache
         if cache is None:
-            return self._store(key, messages, params, attempt, await self.http(messages, params))
+            return self._store(key, messages, params, attempt, await self.http(messages, params), draw)
         hit = cache.get(key)
         if hit is not None:
             self._count(hit, cached=True)
@@ -963,14 +1250,14 @@ class _BatchRun:
         poll, force = CLAIM_POLL_MIN_S, False
         while True:
             # claim under a concurrency slot: a claim then means "in flight", not "queued"
-            await self.sem.acquire()
+            await self.slots.acquire()
             try:
                 state, hit = cache.claim(key, self.owner, self.config.claim_ttl, force=force)
             except BaseException:
-                self.sem.release()
+                self.slots.release()
                 raise
             if state == "answer":
-                self.sem.release()
+                self.slots.release()
                 self._count(hit, cached=True)
                 return hit  # type: ignore[return-value]
             if state != "pending":
@@ -985,8 +1272,8 @@ class _BatchRun:
                     raise
                 finally:
                     self.held.discard(key)
-                return self._store(key, messages, params, attempt, response)
-            self.sem.release()
+                return self._store(key, messages, params, attempt, response, draw)
+            self.slots.release()
             now = time.monotonic()
             if waited_since is None:
                 waited_since = now
@@ -1000,12 +1287,15 @@ class _BatchRun:
             poll = min(poll * 1.5, CLAIM_POLL_MAX_S)
 
     def _store(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int,
-               response: dict) -> dict:
+               response: dict, draw: int = 0) -> dict:
         """Keep an answer: masked, cached (releasing its claim), counted."""
         response = _mask_obj(response, self.secrets)
         # No await between receiving and storing: once answered, the answer is kept.
         if self.cache is not None:
-            request = _mask_obj({"messages": messages, "params": dict(params), "attempt": attempt}, self.secrets)
+            record: dict[str, Any] = {"messages": messages, "params": dict(params), "attempt": attempt}
+            if draw:
+                record["draw"] = draw
+            request = _mask_obj(record, self.secrets)
             self.cache.put(key, self.config.endpoint, self.config.model, request, response)
         self._count(response, cached=False)
         return response
@@ -1025,6 +1315,15 @@ class _BatchRun:
 
     # ---- scoring one item
 
+    def _choice_texts(self, response: Mapping[str, Any], asked: int) -> list[str]:
+        """The reply texts of up to ``asked`` choices; a reply with fewer is counted
+        (``choices_short``, ``choices_missing``) where it is read."""
+        texts = [(c.get("message") or {}).get("content") or "" for c in (response.get("choices") or [])][:asked]
+        if len(texts) < asked:
+            self.stats.choices_short += 1
+            self.stats.choices_missing += asked - len(texts)
+        return texts
+
     async def try_logprobs(self, messages: Messages, scale: Scale, attempt: int) -> Any:
         """(score, replies) in log-probability mode, or _UNSUPPORTED."""
         try:
@@ -1033,18 +1332,45 @@ class _BatchRun:
             if exc.status == 400 and "logprob" in str(exc).lower():
                 return _UNSUPPORTED
             raise
-        choices = response.get("choices") or []
+        choices = (response.get("choices") or [])[:1]
+        texts = self._choice_texts(response, 1)
         if not choices:
             return None, []
-        text = (choices[0].get("message") or {}).get("content") or ""
         content = (choices[0].get("logprobs") or {}).get("content")
         if not content:
             return _UNSUPPORTED
-        return score_from_logprobs(content, scale), [text]
+        return score_from_logprobs(content, scale, texts[0]), texts
 
     async def try_samples(self, messages: Messages, scale: Scale, attempt: int) -> tuple[float | None, list[str]]:
-        response = await self.answer(messages, self.params("samples"), attempt)
-        texts = [(c.get("message") or {}).get("content") or "" for c in response.get("choices") or []]
+        """(score, replies) from ``n_samples`` sampled replies.
+
+        A server that returns fewer choices than asked (``transformers serve`` always
+        returns one) is made up to ``n_samples`` with single-choice requests, each
+        its own cache key (``draw``): the score is then the mean over ``n_samples``
+        replies as G-Eval defines it, not over whatever came back. Counted in
+        ``choices_short`` / ``choices_missing`` / ``sample_topups``.
+        """
+        n = self.config.n_samples
+        params = self.params("samples")
+        response = await self.answer(messages, params, attempt)
+        texts = self._choice_texts(response, n)
+        missing = n - len(texts)
+        if missing > 0:
+            if not self.short_warned:
+                self.short_warned = True
+                log.warning("judge %r at %s returned %d of the %d choices asked (n=%d); asking for the other "
+                            "%d with single-choice requests, so that each score stays a mean of %d replies "
+                            "(lower judge_n_samples / DOMSUM_JUDGE_N_SAMPLES to pay for fewer)",
+                            self.config.model, self.config.endpoint, len(texts), n, n, missing, n)
+            single = {**params, "n": 1}
+            self.stats.sample_topups += missing
+            got = await asyncio.gather(*(self.answer(messages, single, attempt, draw=k)
+                                         for k in range(1, missing + 1)), return_exceptions=True)
+            for g in got:  # all finished (no orphan request): now the first failure, if any
+                if isinstance(g, BaseException):
+                    raise g
+            for g in got:
+                texts.extend(self._choice_texts(g, 1))  # type: ignore[arg-type]
         return score_from_samples(texts, scale), texts
 
     def _set_logprobs_support(self, supported: bool) -> None:
@@ -1054,7 +1380,7 @@ class _BatchRun:
         if self.config.logprobs == "on":
             raise JudgeRequestError(
                 f"judge {self.config.model!r} at {self.config.endpoint} returned no log-probabilities "
-                "but logprobs='on' requires them; use 'auto' to fall back to sampling")
+                "but logprobs='on' requires them; use 'auto' to fall back to sampling", reason="no_logprobs")
         if self.mode != "samples":
             self.stats.logprobs_fallbacks += 1
             log.warning("judge %r at %s gives no log-probabilities: scoring by the mean of %d "
@@ -1080,38 +1406,52 @@ class _BatchRun:
         score, texts = await self.try_samples(messages, scale, attempt)
         return _ItemScore(score, "samples", texts)
 
+    def valid(self, item: _ItemScore) -> bool:
+        """Whether an attempt produced what the item needs (here: a score)."""
+        return item.score is not None
+
+    def _scored(self, item: _ItemScore) -> _ItemScore:
+        self.stats.scored += 1
+        self.finished += 1
+        return item
+
     async def score_item(self, messages: Messages, scale: Scale) -> _ItemScore:
         """Score one request; a reply without a valid score is asked once more.
 
         A request that fails for good on a transient fault fails this item only
         (counted by reason, logged with the endpoint); other errors (a rejected key,
-        an unknown model) end the batch, since every item would fail the same way.
+        an unknown model, a latency probe without an answer) are counted for this
+        item and end the batch, since every item would fail the same way.
         """
         try:
             first = await self.attempt_once(messages, scale, 0)
-            if first.score is not None:
-                return first
+            if self.valid(first):
+                return self._scored(first)
             self.stats.parse_retries += 1
             second = await self.attempt_once(messages, scale, 1)
         except JudgeRequestError as exc:
             if not exc.transient:
+                self.stats.count_failure(exc.reason or "error", exc.attempts)
+                self.finished += 1
                 raise
             return self._item_failed(exc)
-        if second.score is None:
+        if not self.valid(second):
             self.stats.parse_failures += 1
+            self.finished += 1
             log.debug("judge: no valid score in %s then %s", self.mask(repr(first.replies)),
                       self.mask(repr(second.replies)))
             return _ItemScore(None, second.mode, first.replies + second.replies, "parse")
-        return second
+        return self._scored(second)
 
     def _item_failed(self, exc: JudgeRequestError) -> _ItemScore:
         reason = exc.reason or "connection"
         self.stats.count_failure(reason, exc.attempts)
+        self.finished += 1
         self.failures.append(exc)
         log.warning("judge item not scored (counted as failed, %s): %s", reason, self.mask(str(exc)))
         if not self.answered and len(self.failures) >= min(FAIL_FAST_ITEMS, self.n_items):
             first = self.failures[0]
-            rest = self.n_items - len(self.failures)
+            rest = max(0, self.n_items - self.finished)  # counted as "abandoned" by score_all
             raise JudgeRequestError(
                 f"judge at {self.config.endpoint} (model {self.config.model!r}) answered none of "
                 f"the first {len(self.failures)} items ({self.stats.summary_line()})"
@@ -1120,9 +1460,13 @@ class _BatchRun:
         return _ItemScore(None, None, [], reason)
 
     async def score_all(self, requests: Sequence[Messages], scales: Sequence[Scale], desc: str) -> list[_ItemScore]:
+        """Every item of the batch, concurrently. When the batch stops on an error,
+        the items it had not finished are counted as ``abandoned``, so that the stats
+        still account for every item."""
         from custom_metrics.progress import bar as progress_bar
 
         self.n_items = len(requests)
+        self.desc = desc
         bar = progress_bar(len(requests), desc, unit="item", enabled=self.config.progress,
                            min_total=PROGRESS_MIN_ITEMS)
         tasks = [asyncio.ensure_future(self.score_item(list(m), s)) for m, s in zip(requests, scales)]
@@ -1130,13 +1474,45 @@ class _BatchRun:
             t.add_done_callback(lambda _t: bar.update(1))
         try:
             return list(await asyncio.gather(*tasks))
-        except BaseException:
+        except BaseException as exc:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if isinstance(exc, JudgeError):
+                self.stats.count_failure("abandoned", 0, self.n_items - self.finished)
             raise
         finally:
             bar.close()
+
+
+class _TextRun(_BatchRun):
+    """The batch engine for replies that are text, not a number (FM's facet JSON,
+    CCSBench's focus label): one greedy reply per attempt (``config.temperature``,
+    ``n`` 1), read by ``parse``; None is unparsable (asked once more, then a counted
+    parse failure). Everything else — slots and sizing, retries, cache and claims,
+    in-batch de-duplication, counting — is the core's, not a copy."""
+
+    def __init__(self, config: JudgeConfig, stats: JudgeStats, cache: JudgeCache | None, *,
+                 parse: Callable[[str], Any], max_tokens: int, score: Callable[[Any], float] | None,
+                 mode: str) -> None:
+        super().__init__(config, stats, cache)
+        self.parse, self.max_tokens, self.score_of, self.text_mode = parse, max_tokens, score, mode
+
+    def text_params(self) -> dict[str, Any]:
+        p: dict[str, Any] = {"temperature": self.config.temperature, "max_tokens": self.max_tokens, "n": 1}
+        if self.config.seed is not None:
+            p["seed"] = self.config.seed
+        return p
+
+    async def attempt_once(self, messages: Messages, scale: Scale, attempt: int) -> _ItemScore:
+        response = await self.answer(messages, self.text_params(), attempt)
+        texts = self._choice_texts(response, 1)
+        text = texts[0] if texts else ""
+        value = self.parse(text)
+        if value is None:
+            return _ItemScore(None, self.text_mode, [text])
+        score = float(self.score_of(value)) if self.score_of is not None else 1.0
+        return _ItemScore(score, self.text_mode, [text], value=value)
 
 
 # =========================================================================== public API
@@ -1162,6 +1538,35 @@ def is_empty_generation(text: str | None) -> bool:
     return not (text or "").strip()
 
 
+async def _judge_batch(make_run: Callable[[JudgeConfig, JudgeStats, JudgeCache | None], _BatchRun],
+                       requests: Sequence[Messages], scales: Sequence[Scale], config: JudgeConfig,
+                       stats: JudgeStats | None, desc: str,
+                       generations: Sequence[str | None] | None) -> JudgeResult:
+    """One batch through an engine (scores or texts): empty generations left out and
+    counted, the rest judged, every item's outcome in the result and the stats."""
+    if generations is not None and len(generations) != len(requests):
+        raise ValueError(f"judge: {len(requests)} requests but {len(generations)} generations")
+    stats = stats if stats is not None else JudgeStats()
+    stats.items += len(requests)
+    todo = [i for i in range(len(requests))
+            if generations is None or not is_empty_generation(generations[i])]
+    stats.empty_skipped += len(requests) - len(todo)
+    items = [_ItemScore(None, None, [], "empty") for _ in requests]
+    if todo:
+        cache = open_cache(config.cache_path) if config.cache_path else None
+        t0 = time.perf_counter()
+        try:
+            async with make_run(config, stats, cache) as run:
+                scored = await run.score_all([requests[i] for i in todo], [scales[i] for i in todo], desc)
+        finally:
+            stats.wall_s += time.perf_counter() - t0
+        for i, item in zip(todo, scored):
+            items[i] = item
+    return JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
+                       replies=[i.replies for i in items], stats=stats, config=config.describe(),
+                       reasons=[i.reason for i in items], values=[i.value for i in items])
+
+
 async def judge_scores_async(
     requests: Sequence[Messages],
     scale: Scale | Sequence[Scale],
@@ -1180,27 +1585,58 @@ async def judge_scores_async(
     scales = _expand_scales(scale, len(requests))
     for s in set(scales):
         score_values(s)
-    if generations is not None and len(generations) != len(requests):
-        raise ValueError(f"judge_scores: {len(requests)} requests but {len(generations)} generations")
-    stats = stats if stats is not None else JudgeStats()
-    stats.items += len(requests)
-    todo = [i for i in range(len(requests))
-            if generations is None or not is_empty_generation(generations[i])]
-    stats.empty_skipped += len(requests) - len(todo)
-    items = [_ItemScore(None, None, [], "empty") for _ in requests]
-    if todo:
-        cache = open_cache(config.cache_path) if config.cache_path else None
-        t0 = time.perf_counter()
-        try:
-            async with _BatchRun(config, stats, cache) as run:
-                scored = await run.score_all([requests[i] for i in todo], [scales[i] for i in todo], desc)
-        finally:
-            stats.wall_s += time.perf_counter() - t0
-        for i, item in zip(todo, scored):
-            items[i] = item
-    return JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
-                       replies=[i.replies for i in items], stats=stats, config=config.describe(),
-                       reasons=[i.reason for i in items])
+    return await _judge_batch(_BatchRun, requests, scales, config, stats, desc, generations)
+
+
+async def judge_texts_async(
+    requests: Sequence[Messages],
+    parse: Callable[[str], Any],
+    config: JudgeConfig,
+    *,
+    max_tokens: int | None = None,
+    score: Callable[[Any], float] | None = None,
+    mode: str = "text",
+    stats: JudgeStats | None = None,
+    desc: str = "judge texts",
+    generations: Sequence[str | None] | None = None,
+) -> JudgeResult:
+    """Async form of :func:`judge_texts`."""
+    _validate_requests(requests)
+    tokens = int(max_tokens or config.max_tokens)
+    if tokens < 1:
+        raise ValueError(f"judge_texts: max_tokens must be >= 1 (got {max_tokens})")
+
+    def make_run(c: JudgeConfig, st: JudgeStats, cache: JudgeCache | None) -> _BatchRun:
+        return _TextRun(c, st, cache, parse=parse, max_tokens=tokens, score=score, mode=mode)
+
+    return await _judge_batch(make_run, requests, [(0, 1)] * len(requests), config, stats, desc, generations)
+
+
+def judge_texts(
+    requests: Sequence[Messages],
+    parse: Callable[[str], Any],
+    config: JudgeConfig,
+    *,
+    max_tokens: int | None = None,
+    score: Callable[[Any], float] | None = None,
+    mode: str = "text",
+    stats: JudgeStats | None = None,
+    desc: str = "judge texts",
+    generations: Sequence[str | None] | None = None,
+) -> JudgeResult:
+    """One parsed text reply per request (FM's facet JSON, CCSBench's focus word).
+
+    Why beside :func:`judge_scores`: these judges answer in words, not on a number
+    scale, yet need the same engine (sizing, retries, cache and claims, counting).
+    Each attempt is one greedy reply (``config.temperature``, ``n`` 1, ``max_tokens``
+    or ``config.max_tokens``) passed to ``parse``; None means unparsable: asked once
+    more (a new cache key), then a counted parse failure. The result's ``values`` hold
+    what ``parse`` returned (None when unscored, ``reasons`` saying why), ``scores``
+    ``score(value)`` (1.0 without ``score``), ``modes`` ``mode``. Errors and empty
+    generations are handled as in :func:`judge_scores`.
+    """
+    return run_sync(lambda: judge_texts_async(requests, parse, config, max_tokens=max_tokens, score=score,
+                                              mode=mode, stats=stats, desc=desc, generations=generations))
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
@@ -1245,8 +1681,15 @@ def judge_scores(
     An item whose requests keep failing on a transient fault (429/5xx, timeout,
     reset connection, invalid JSON) is None with that reason and logged with the
     endpoint. Raises :class:`JudgeRequestError` on a non-retryable error (bad key,
-    unknown model) and when the first :data:`FAIL_FAST_ITEMS` items (all, in a
-    smaller batch) fail with no answer at all; answers already received stay cached.
+    unknown model), when the first :data:`FAIL_FAST_ITEMS` items (all, in a
+    smaller batch) fail with no answer at all, and when the latency probe (the first
+    request, with the timeout unset) gets no answer in :data:`PROBE_TIMEOUT_S`;
+    answers already received stay cached, and ``stats`` (when passed) still counts
+    every item: the unfinished ones as ``failed["abandoned"]``.
+
+    ``config.timeout_s`` / ``config.max_concurrency`` unset (the default): sized from
+    the first request's latency (module docstring, "Sizing"; recorded in
+    ``stats.sizing``). Set: used as given.
     """
     return run_sync(lambda: judge_scores_async(requests, scale, config, stats=stats, desc=desc,
                                                generations=generations))

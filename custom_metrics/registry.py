@@ -268,9 +268,13 @@ def _bertscore_score(batch: Batch, ctx: Context) -> dict[str, list]:
     per = bertscore_per_document(batch.predictions, batch.references, model=_bertscore_model(ctx),
                                  num_layers=ctx.settings.get("bertscore_layers"),
                                  batch_size=ctx.settings.get("bertscore_batch_size") or 64, report=report,
-                                 progress=ctx.progress, desc=ctx.bar_label("BERTScore"))
+                                 progress=ctx.progress, desc=ctx.bar_label("BERTScore"),
+                                 cache_dir=ctx.settings.get("score_cache_dir"))
     cut = report.get("truncated_inputs", 0)
     ctx.record["bertscore_truncated_inputs"] = cut
+    # distinct references read from / written to the reference cache (setting score_cache_dir)
+    ctx.record["bertscore_reference_cache"] = {"hits": report.get("reference_cache_hits", 0),
+                                               "stored": report.get("reference_cache_stored", 0)}
     if cut:
         log.warning("BERTScore: %d input text(s) reached the encoder's limit and were cut; their tails are "
                     "not scored", cut)
@@ -287,7 +291,7 @@ BERTSCORE = Family(
     description="Greedy cosine matching of contextual embeddings, no idf, no baseline rescaling.",
     source="custom_metrics.bertscore (agrees with bert_score.BERTScorer to 1e-5)",
     needs=("encoder",),
-    settings=("bertscore_model", "bertscore_layers", "bertscore_batch_size"),
+    settings=("bertscore_model", "bertscore_layers", "bertscore_batch_size", "score_cache_dir"),
     check=_bertscore_check,
     describe=_bertscore_describe,
 )

@@ -48,7 +48,7 @@ from lm_eval.api.utils import maybe_delimit
 from custom_metrics import registry
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import Loaded, family_options, load_task, stop_sequences
-from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt, meter_from_backend, meter_from_metadata
+from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,35 @@ def _finite(value: Any) -> bool:
 def _total(values: list) -> float:
     """Sum of per-document counts (failure counters); NaN entries count as 0."""
     return float(math.fsum(0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values))
+
+
+def _process_group() -> Any:
+    """``torch.distributed`` when this run is data-parallel (``accelerate launch``), else None."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        return dist
+    return None
+
+
+def _all_ranks(obj: Any) -> list:
+    """``[obj]`` of every rank, in rank order (``[obj]`` in a single process).
+
+    Why: under ``accelerate launch`` each rank evaluates and scores its own shard, and
+    lm-eval gathers only the per-document scores to rank 0, which alone writes the
+    results; what the suite records about the run (counts of generations, prompts,
+    scored documents, scorer failures) must be the whole run's, not rank 0's shard.
+    Every rank calls this at the same point: the first ``process_results`` of a task,
+    which lm-eval makes on every rank, task by task in the same order.
+    """
+    dist = _process_group()
+    if dist is None:
+        return [obj]
+    parts: list = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, obj)
+    return parts
 
 
 def _none_scored(items: list) -> float:
@@ -169,6 +198,8 @@ class SuiteTask(ConfigurableTask):
         self._meter_source = "not measured"
         #: nanmean key -> (documents with a value, documents scored): "0 of N judged" is said, not hidden
         self._coverage: dict[str, tuple[int, int]] = {}
+        #: prompt fitting of every rank's documents (data-parallel runs), merged in _score_shard
+        self._fit_all: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ loading
 
@@ -353,6 +384,34 @@ class SuiteTask(ConfigurableTask):
         self._generation_report()
         self._scores = {}
         self._score_items(seen)
+        self._merge_ranks()
+
+    def _merge_ranks(self) -> None:
+        """Make this rank's record of the run the whole run's (a no-op in a single process).
+
+        ``_sparse`` is merged before any document is handed its scores, so a ``nanmean``
+        key with a value on any rank is left out of every rank's NaN documents, as in one
+        process (else rank 0, all NaN for it, would report NaN for the whole run).
+        """
+        if _process_group() is None:
+            return
+        evaluated = {self._doc_key(inst.doc): inst.doc for inst in self.instances}
+        fits = {k: Fitted(None, f.tokens, f.cut_tokens) for k, f in self._fit.per_doc.items() if k in evaluated}
+        words = {k: str(d.get("document", "")).strip() not in str(d.get("prompt", "")) for k, d in evaluated.items()}
+        parts = _all_ranks({"sparse": sorted(self._sparse), "coverage": self._coverage,
+                            "failures": self._failures, "fits": fits, "words": words})
+        self._sparse = {k for p in parts for k in p["sparse"]}
+        coverage: dict[str, tuple[int, int]] = {}
+        for p in parts:
+            for k, (done, total) in p["coverage"].items():
+                had = coverage.get(k, (0, 0))
+                coverage[k] = (had[0] + done, had[1] + total)
+        self._coverage = coverage
+        for p in parts:
+            for k, reason in p["failures"].items():
+                self._failures.setdefault(k, reason)
+        self._fit_all = {"fits": {k: f for p in parts for k, f in p["fits"].items()},
+                         "words": {k: w for p in parts for k, w in p["words"].items()}}
 
     def _generation_report(self) -> None:
         """Count empty generations and generations cut by ``max_gen_toks``; warn about both.
@@ -366,12 +425,16 @@ class SuiteTask(ConfigurableTask):
         """
         raw = [(str(inst.doc.get("id", "")), str((inst.resps[0] if inst.resps else "") or ""))
                for inst in self.instances]
+        meter = self._fit.meter
+        lengths = [meter.text_tokens(text) if meter is not None and text else 0 for _, text in raw]
+        # every rank's generations (a data-parallel run), in rank order: rank 0 writes the record
+        parts = _all_ranks(([(i, bool(text.strip())) for i, text in raw], lengths))
+        raw = [(i, "x" if said else "") for part, _ in parts for i, said in part]
+        lengths = [n for _, part in parts for n in part]
         empty = sorted({i for i, text in raw if not text.strip()})
         report: dict[str, Any] = {"generations": len(raw), "empty": len(empty), "empty_ids": empty[:50]}
         limit = int((self.config.generation_kwargs or {}).get("max_gen_toks") or self.spec.max_gen_toks)
         report["max_gen_toks"] = limit
-        meter = self._fit.meter
-        lengths = [meter.text_tokens(text) if meter is not None and text else 0 for _, text in raw]
         if any(n is None for n in lengths):
             report["hit_max_gen_toks"] = "unknown (no tokenizer for the evaluated model)"
         else:
@@ -387,6 +450,11 @@ class SuiteTask(ConfigurableTask):
 
     def _budget_report(self) -> dict[str, Any]:
         """``prompt_budget`` for the documents this rank evaluated, with a warning when any was cut."""
+        if self._fit_all is not None:  # every rank's documents (data-parallel, after scoring)
+            record = FitLog(self._fit.meter, self._fit_all["fits"]).record(self._meter_source)
+            record["documents"] = len(self._fit_all["words"])
+            record["cut_by_word_budget"] = sum(self._fit_all["words"].values())
+            return record
         record = self._fit.record(self._meter_source)
         evaluated = {self._doc_key(inst.doc): inst.doc for inst in self.instances}
         record["documents"] = len(evaluated)

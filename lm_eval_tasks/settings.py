@@ -115,6 +115,9 @@ def _rows() -> list[Setting]:
         S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", int, None,
           "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers"),
         S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", int, 64, "BERTScore batch size.", "scorers"),
+        S("score_cache_dir", "DOMSUM_SCORE_CACHE", str, "~/.cache/domsum/scores",
+          "Folder caching reference-side work across runs (BERTScore reference embeddings, keyed by "
+          "encoder, weights, layer, max length and text); `off` disables.", "scorers"),
         S("rouge_stemming", "DOMSUM_ROUGE_STEMMING", _bool, None,
           "ROUGE Porter stemming; unset = the benchmark release's convention (DomainSum off; AdaptEval, "
           "CCSBench, medqsum on).", "scorers"),
@@ -139,14 +142,18 @@ def _rows() -> list[Setting]:
           "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge"),
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
-        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int, judge["max_concurrency"].default, "Judge requests in flight.", "judge"),
+        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int, judge["max_concurrency"].default,
+          "Judge requests in flight; unset = sized from the first request's latency (1-8; 1 for a slow "
+          "local server).", "judge"),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge"),
         S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,
           "Score from the rating's token probabilities: on, off, auto.", "judge"),
         S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
           "judge"),
-        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", float, judge["timeout_s"].default, "Seconds per judge request.", "judge"),
+        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", float, judge["timeout_s"].default,
+          "Seconds per judge request; unset = sized from the first request's latency (at least 60; the "
+          "first request waits up to 300).", "judge"),
         S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge"),
         S("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, "paper",
           "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "

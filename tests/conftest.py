@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ OFFLINE = {
     "TOKENIZERS_PARALLELISM": "false",
 }
 os.environ.update(OFFLINE)
+#: BERTScore's reference cache for this session only: tests never write to the user's cache
+SCORE_CACHE = tempfile.mkdtemp(prefix="domsum-test-scores-")
+os.environ["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
 
 
 def minilm_dir() -> str:
@@ -76,6 +80,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment for CLI subprocesses: offline, repo importable, no stray overrides."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOMSUM_")}
     env.update(OFFLINE)
+    env["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

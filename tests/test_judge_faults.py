@@ -153,7 +153,16 @@ def test_summary_line_and_failed_counts_by_reason(server):
     items = [req(f"fine{i}") for i in range(26)] + [req("bad0"), req("bad1"), req("slow")]
     res = judge_scores(items, (1, 5), cfg(server, timeout_s=0.4))
     assert res.n_scored == 26
-    assert res.stats.summary_line() == "3 of 29 judge items failed: 2 invalid JSON after 3 tries, 1 timeout after 3 tries"
+    assert res.stats.summary_line() == (
+        "3 of 29 judge items failed: 2 invalid JSON after 3 tries, 1 timeout after 3 tries; to avoid timeouts "
+        "raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request) or lower judge_concurrency / "
+        "DOMSUM_JUDGE_CONCURRENCY (requests in flight; 1 for a CPU-served model)")
+    # one request hanging on every retry is no sign of load: the set timeout stays, and so
+    # does the sized concurrency
+    (sizing,) = res.stats.sizing
+    assert sizing["timeout_s"] == 0.4 and sizing["timeout_source"] == "set"
+    assert sizing["concurrency_source"] == "auto" and sizing["max_concurrency"] == 8
+    assert sizing["timeout_adaptations"] == 0 and sizing["requests"] == res.stats.http_calls == server.received
     failed = res.stats.as_dict()["failed"]
     assert failed == {"parse": 0, "invalid_json": 2, "timeout": 1, "empty_skipped": 0}
     assert JudgeStats(items=4).summary_line() == "all 4 judge items scored"
@@ -455,3 +464,44 @@ def test_fm_extraction_that_keeps_failing_is_a_counted_failure_not_a_crash(serve
     assert out["per_item"][0]["failure"] is None and out["per_item"][0]["fm"] is not None
     assert out["per_item"][1]["failure"] == "candidate_extraction" and out["per_item"][1]["fm"] is None
     assert out["usage"]["failed"]["http_500"] == 1
+
+
+# ----------------------------------------------------------------- 6. every entry point counts exactly
+
+
+def test_adapteval_judge_counts_timeouts_and_off_scale_replies_exactly(server):
+    from custom_metrics.judge_prompts import adapteval_judge
+
+    server.on("summary-two", Stall(max_s=5))  # every request about the second summary hangs
+    server.on("Fluency (1-3):", Text("5/10"))  # fluency of the first: another scale
+    server.set_default(Text("4"))
+    out = adapteval_judge(["Doc one.", "Doc two."], ["summary-one: fine.", "summary-two: hangs."], "pubmed",
+                          cfg(server, timeout_s=0.4, max_retries=1), prompt_variant="suite")
+    assert out["per_item"]["domain_adaptation"] == [4.0, None] and out["per_item"]["coherence"] == [4.0, None]
+    assert out["per_item"]["fluency"] == [None, None]
+    assert out["failed"] == {"domain_adaptation": {"timeout": 1}, "coherence": {"timeout": 1},
+                             "fluency": {"parse": 1, "timeout": 1}}
+    usage = out["usage"]
+    assert usage["failed"]["timeout"] == 3 and usage["parse_failures"] == 1 and usage["scored"] == 2
+    assert usage["scored"] + 3 + 1 == usage["items"] == 6
+    # 2 scored + the 5/10 asked twice + 3 hanging items x 2 attempts
+    assert usage["http_calls"] == server.received == 2 + 2 + 6
+    # three requests timed out under a set timeout: only the unset concurrency adapted
+    (sizing,) = usage["sizing"]
+    assert sizing["timeout_s"] == 0.4 and sizing["timeout_adaptations"] >= 1 and sizing["max_concurrency"] < 8
+
+
+def test_ccs_focus_counts_timeouts_and_garbage_exactly(server):
+    from custom_metrics.ccs import judge_focus
+
+    server.on("SUMMARY-E", Text("empirical"))
+    server.on("SUMMARY-STALL", Stall(max_s=5))
+    server.on("SUMMARY-G", Text("5/10 conceptual and empirical"))  # names both labels: unparsable
+    labels, res = judge_focus(["SUMMARY-E numbers.", "SUMMARY-STALL", "SUMMARY-G odd.", ""],
+                              cfg(server, timeout_s=0.4, max_retries=1))
+    assert labels == ["high", None, None, None]
+    assert res.reasons == [None, "timeout", "parse", "empty"]
+    st = res.stats
+    assert (st.scored, st.parse_failures, st.failed, st.empty_skipped) == (1, 1, {"timeout": 1}, 1)
+    assert st.accounted == st.items == 4
+    assert st.http_calls == server.received == 1 + 2 + 2

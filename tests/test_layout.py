@@ -85,8 +85,9 @@ def test_setup_cfg_ships_no_scripts_and_one_command():
     scripts = [ln.strip() for ln in cfg["options.entry_points"]["console_scripts"].splitlines() if ln.strip()]
     assert scripts == ["domsum = lm_eval_tasks.cli:main"]
     assert not (ROOT / "scripts" / "__init__.py").exists()
-    assert sorted(p.name for p in (ROOT / "scripts").glob("*.py")) == sorted(
-        p.name for p in (ROOT / "scripts").glob("bench_*.py")), "scripts/ holds benchmarks only"
+    wrappers = {"smollm2_checkpoint.py"}  # thin wrappers over the test kit, run from the checkout
+    assert sorted(p.name for p in (ROOT / "scripts").glob("*.py") if p.name not in wrappers) == sorted(
+        p.name for p in (ROOT / "scripts").glob("bench_*.py")), "scripts/ holds benchmarks and thin wrappers only"
 
 
 # ------------------------------------------------------------------ every tool, every task

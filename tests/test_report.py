@@ -214,6 +214,7 @@ def test_settings_table_deltas_and_p_values(report_runs):
         assert float(r["BERTScore 0-shot"].split()[0]) == pytest.approx(100 * _mean(x0), abs=0.005)
         assert float(r["BERTScore 2-shot"].split()[0]) == pytest.approx(100 * _mean(x2), abs=0.005)
         assert float(r["Δ BERTScore (2−0)"]) == pytest.approx(100 * (_mean(x2) - _mean(x0)), abs=0.005)
+        assert r["n 0-shot"] == r["n 2-shot"] == r["n shared"] == str(LIMIT)
         p = _scipy_paired(x2, x0, _mean)  # 3 documents: the exact test on both sides
         assert float(r["p (BERTScore, 2−0)"].rstrip("*")) == pytest.approx(p, abs=0.0005)
 
@@ -223,6 +224,7 @@ def test_finetuned_table_pairs_the_adapter_with_its_base(report_runs):
     a_name = Path(report_runs["a"]).name
     [row] = rows  # in-domain only: the adapter on SAMSum; its CNN/DM run is in the cross-domain matrix
     assert row["System"] == f"{a_name} + samsum-lora" and row["Trained on"] == "domainsum_samsum"
+    assert row["n"] == row["n base"] == row["n shared"] == str(LIMIT)
     tuned = _logged(report_runs["runs"], "samsum-lora", "domainsum_samsum")
     base = _logged(report_runs["runs"], a_name, "domainsum_samsum")
     docs = sorted(tuned)
@@ -251,7 +253,9 @@ def test_significance_table_pairs_systems_in_one_setting(report_runs):
     xa, xb = [a[d]["bertscore_f1"] for d in docs], [b[d]["bertscore_f1"] for d in docs]
     assert float(r["A − B"]) == pytest.approx(100 * (_mean(xa) - _mean(xb)), abs=0.005)
     assert float(r["p"].rstrip("*")) == pytest.approx(_scipy_paired(xa, xb, _mean), abs=0.0005)
-    assert int(r["documents"]) == LIMIT
+    assert int(r["n shared"]) == int(r["n A"]) == int(r["n B"]) == LIMIT
+    assert float(r["A score"]) == pytest.approx(100 * _mean(xa), abs=0.005)
+    assert float(r["B score"]) == pytest.approx(100 * _mean(xb), abs=0.005)
 
 
 class _Page(HTMLParser):

@@ -14,10 +14,16 @@ Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 lay
 AdaptEval Table 3, per-benchmark score tables (CCSBench, medqsum), and paired tests
 between every two systems evaluated on the same documents. Intervals are percentile
 bootstraps over documents of the logged per-document scores; p-values come from a
-paired permutation test (or ``--test bootstrap``). Systems are named by base model and
-adapter; a LoRA adapter trained with ``domsum finetune`` is paired with its base model
-through the adapter's ``run_card.json``. A folder given as ``DIR=fine-tuned`` marks
-models without a run card as fine-tuned.
+paired permutation test (or ``--test bootstrap``). A system is a model (an API run's
+served ``model=``; else ``pretrained``, ``gguf_file`` and adapter ``peft``) plus every
+setting that changes its outputs: chat template, system instruction,
+``fewshot_as_multiturn``, ``max_length``, generation settings, prompt budgets and
+variant, judge model. Runs that differ in any of them are separate systems, labelled
+by what differs (``M (chat)``, ``M [max_doc_words=200]``); shots are the tables'
+settings axis. Comparisons use only the documents both runs logged, and every table
+with a difference shows those n. A LoRA adapter trained with ``domsum finetune`` is
+paired with its base model (same settings) through the adapter's ``run_card.json``. A
+folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned.
 
     domsum report out/runs --out out/report
     domsum report out/base out/lora --out out/report --test bootstrap --resamples 10000
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     bar.update(1)
     figs = Figures(out / "figures") if args.no_plots else draw_all(builder, out / "figures")
     bar.update(1)
-    notes = [*runs.problems, *builder.notes]
+    notes = list(dict.fromkeys([*runs.problems, *builder.notes]))  # each once, in order
     if not runs.runs:
         notes.append("no suite task with results in " + ", ".join(map(str, args.folders)))
     written = write_tables(out, tables)

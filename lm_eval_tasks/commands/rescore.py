@@ -768,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = ap.add_argument_group("judge (each falls back to the environment, as in the tasks)")
     g.add_argument("--judge-model", help="judge model (DOMSUM_JUDGE_MODEL)")
     g.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)")
-    g.add_argument("--judge-concurrency", type=int, help="requests in flight (default 8)")
+    g.add_argument("--judge-concurrency", type=int, help="requests in flight (default: sized from the first request's latency)")
     g.add_argument("--judge-cache", help="SQLite cache path, or 'off' (DOMSUM_JUDGE_CACHE)")
     g.add_argument("--judge-logprobs", choices=("on", "off", "auto"))
     g.add_argument("--judge-n-samples", type=int, help="replies per item without logprobs (default 20)")

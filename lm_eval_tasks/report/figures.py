@@ -26,7 +26,8 @@ from custom_metrics.analysis import plots
 from lm_eval_tasks.commands.results import scale
 from lm_eval_tasks.report.runs import Run, doc_key
 from lm_eval_tasks.report.stats import aggregation_of
-from lm_eval_tasks.report.tables import Builder, cross_domain_groups, ordered_subsets, paper, subsets_of
+from lm_eval_tasks.report.tables import (Builder, base_label_of, cross_domain_groups, ordered_subsets, paper,
+                                         subsets_of)
 
 #: words per subset vocabulary in the overlap map (the logged test documents are few)
 OVERLAP_VOCAB = 1000
@@ -181,7 +182,7 @@ def _cross(figs: Figures, builder: Builder, benchmark: str, key: str, name: str)
     for g in cross_domain_groups(builder.runs, benchmark):
         matrix = [[builder.est(run, key).value * k if run is not None and key in run.values else math.nan
                    for run in (g.cells.get((s, t)) for t in g.targets)] for s in g.sources]
-        base_name = Path(str(g.base[0])).name or str(g.base[0])
+        base_name = base_label_of(builder.runs, g.base)  # settings included: chat and plain apart
         title = f"{paper(benchmark)}: cross-domain {name}, {base_name} fine-tuned per domain"
         if all_zero(v for row in matrix for v in row):
             figs.skipped.append(f"{title}: not drawn (every cell is 0)")

@@ -55,13 +55,13 @@ def write_scores_csv(path: Path, builder: Builder) -> Path:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["system", "base", "adapter", "trained_on", "benchmark", "subset", "task", "shots",
-                    "key", "value", "ci_low", "ci_high", "stderr", "n_documents", "results_file"])
+                    "key", "value", "ci_low", "ci_high", "stderr", "n_documents", "results_file", "settings"])
         for r in builder.runs.runs:
             for key in sorted(r.values):
                 e = builder.est(r, key)
                 w.writerow([r.system.label, r.system.base, r.system.adapter or "", r.system.trained_on or "",
                             r.benchmark, r.subset, r.task, r.shots, key, _num(e.value), _num(e.low),
-                            _num(e.high), _num(e.stderr), e.n, str(r.results_file)])
+                            _num(e.high), _num(e.stderr), e.n, str(r.results_file), r.system.describe()])
     return path
 
 
@@ -111,7 +111,8 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
     toc = "".join(f'<li><a href="#{html.escape(t.name)}">{html.escape(t.title)}</a></li>' for t in tables)
     run_rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-            r.system.label, r.task, r.setting, len(r.samples) or "n/a", r.results_file.name)) + "</tr>"
+            r.system.label, r.system.describe() or "—", r.task, r.setting, len(r.samples) or "n/a",
+            r.results_file.name)) + "</tr>"
         for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
     figures = "".join(
         f'<figure><img alt="{html.escape(f.title)}" src="data:image/png;base64,'
@@ -131,8 +132,11 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 <h2 id="figures">Figures</h2>
 {figures or "<p>No figure had anything to show.</p>"}
 <h2 id="runs">Runs</h2>
-<div class="scroll"><table><thead><tr><th>System</th><th>Task</th><th>Setting</th><th>Documents</th>
-<th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
+<p class="caption">A system is a model with every setting that changes its outputs (chat template,
+system instruction, generation, prompt budgets, judge); its settings are those it was run with beyond the
+defaults.</p>
+<div class="scroll"><table><thead><tr><th>System</th><th>Settings</th><th>Task</th><th>Setting</th>
+<th>Documents</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
  if all_notes else ""}
 </body></html>

@@ -12,6 +12,7 @@ equals the reported one, and a difference is listed as a problem of the run.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,14 +78,29 @@ def fold(run: Run, key: str, items: list[Any]) -> float:
     return float(statistic_for(run, key)(items))
 
 
-def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: float = 0.05) -> Estimate:
-    """The reported value of ``key`` with a percentile bootstrap interval over documents."""
+def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: float = 0.05,
+             docs: Sequence[str] | None = None) -> Estimate:
+    """The reported value of ``key`` with a percentile bootstrap interval over documents.
+
+    With ``docs`` (document keys), the value refolded from those documents' logged
+    scores alone and its interval over them: a run's score on the documents it shares
+    with another, beside their difference (``stderr`` and ``agrees`` then stay None).
+    """
     reported = run.values.get(key, math.nan)
     per = run.per_doc(key)
+    how = aggregation_of(key)
+    if docs is not None:
+        items = [per[d] for d in docs if d in per]
+        if not items:
+            return Estimate(value=math.nan)
+        low = high = math.nan
+        if how != "sum" and n_boot > 0:
+            stat = how if how in ("mean", "nanmean") else statistic_for(run, key)
+            low, high = percentile_interval(bootstrap_distribution(_values(items, how), stat, n_boot, seed), alpha)
+        return Estimate(value=fold(run, key, items), low=low, high=high, n=len(items))
     if not per:
         return Estimate(value=reported, stderr=run.stderr.get(key))
     items = list(per.values())
-    how = aggregation_of(key)
     refolded = fold(run, key, items)
     agrees = (math.isnan(refolded) and math.isnan(reported)) or (
         math.isfinite(refolded) and math.isfinite(reported)
@@ -105,6 +121,8 @@ class Comparison:
     b: Run
     key: str
     result: PairedResult
+    #: the documents compared (both runs scored them), in ``a``'s order
+    docs: tuple[str, ...] = ()
 
     @property
     def shared(self) -> int:
@@ -130,7 +148,7 @@ def paired(a: Run, b: Run, key: str, test: str = "permutation", n_resamples: int
             return None
     xa = _values([pa[d] for d in shared], how)
     xb = _values([pb[d] for d in shared], how)
-    return Comparison(a, b, key, TESTS[test](xa, xb, stat, n_resamples, seed))
+    return Comparison(a, b, key, TESTS[test](xa, xb, stat, n_resamples, seed), tuple(shared))
 
 
 __all__ = ["AGREEMENT_TOLERANCE", "Comparison", "Estimate", "aggregation_of", "estimate", "fold",

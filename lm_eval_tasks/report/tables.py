@@ -3,16 +3,24 @@
 * ``<benchmark>_scores``: every run, one row per system, setting and subset, the
   benchmark's headline keys with 95 % bootstrap intervals over documents (CCSBench and
   medqsum tables; the long form of the others).
-* ``<benchmark>_settings``: DomainSum Table 2 layout — zero-shot vs few-shot per model
-  and domain, the difference and its paired p-value (same documents).
+* ``<benchmark>_settings``: DomainSum Table 2 layout — zero-shot vs few-shot per system
+  (a model with all its settings: a chat run is never paired with a plain one) and
+  domain, the difference and its paired p-value.
 * ``<benchmark>_finetuned``: DomainSum Table 3 — each fine-tuned system on the task it
-  was trained on beside its base model (same shots), the difference and its p-value.
+  was trained on beside its base model (same shots and settings), the difference and
+  its p-value.
 * ``<benchmark>_cross_domain_<key>``: DomainSum Table 6 — rows the domain a system was
   fine-tuned on, columns the domain evaluated, one matrix per base model and key; every
   evaluated cell is kept, nothing is invented.
 * ``adapteval_table3``: AdaptEval Table 3 — per model and setting, BERTScore, DVO and
   ROUGE per domain.
 * ``significance``: every pair of runs on the same documents, per headline key.
+
+Every comparison is on the documents both runs logged: the scores beside a difference
+are on those documents (so the difference is theirs), each comparison table shows the
+shared n and each run's own n, a comparison on fewer documents than a run logged is
+listed under its table, and runs with no document in common are not compared (a note
+says so).
 
 Fractions are shown x100 (the papers' scale); DVO is already a percentage.
 """
@@ -26,7 +34,7 @@ from dataclasses import dataclass, field
 
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands.results import scale
-from lm_eval_tasks.report.runs import Run, Runs
+from lm_eval_tasks.report.runs import Run, Runs, shared_documents, short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
 
 #: the keys each benchmark's paper tables print, with their column names (ordered)
@@ -77,10 +85,11 @@ class Builder:
 
     # ------------------------------------------------------------ numbers
 
-    def est(self, run: Run, key: str) -> Estimate:
-        k = (id(run), key)
+    def est(self, run: Run, key: str, docs: Sequence[str] | None = None) -> Estimate:
+        """``key`` of ``run`` on its own documents, or on ``docs`` (those it shares with another run)."""
+        k = (id(run), key, None if docs is None else tuple(docs))
         if k not in self._est:
-            self._est[k] = estimate(run, key, self.opt.n_boot, self.opt.seed)
+            self._est[k] = estimate(run, key, self.opt.n_boot, self.opt.seed, docs=docs)
             e = self._est[k]
             if e.agrees is False:
                 self.notes.append(f"{run.system.label} / {run.task}: {key} refolded from the samples "
@@ -93,6 +102,10 @@ class Builder:
         if k not in self._cmp:
             self._cmp[k] = paired(a, b, key, self.opt.test, self.opt.resamples, self.opt.seed)
         return self._cmp[k]
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     def headline(self, benchmark: str) -> list[tuple[str, str]]:
         """The headline keys present in the benchmark's runs (every averaged key for medqsum)."""
@@ -112,24 +125,58 @@ class Builder:
     def number(value: float, key: str) -> str:
         return "n/a" if not math.isfinite(value) else f"{value * scale(key):.2f}"
 
-    def cell(self, run: Run | None, key: str) -> str:
+    def cell(self, run: Run | None, key: str, docs: Sequence[str] | None = None) -> str:
+        """The value of ``key`` with its interval, on the run's documents or on ``docs``."""
         if run is None or key not in run.values:
             return "n/a"
-        e = self.est(run, key)
+        e = self.est(run, key, docs)
         text = self.number(e.value, key)
         if math.isfinite(e.value) and math.isfinite(e.low) and math.isfinite(e.high):
             text += f" [{e.low * scale(key):.2f}, {e.high * scale(key):.2f}]"
         return text
 
-    def delta(self, a: Run | None, b: Run | None, key: str) -> tuple[str, str]:
-        """(``b - a`` on shared documents, p-value) as display strings."""
-        if a is None or b is None or key not in a.values or key not in b.values:
-            return "n/a", "n/a"
-        c = self.compare(b, a, key)
+    def pair(self, a: Run | None, b: Run | None, key: str) -> tuple[str, str, str, str]:
+        """(``a``'s cell, ``b``'s cell, ``b − a``, p) of one key as display strings.
+
+        Compared runs are shown on the documents both scored (the difference and the two
+        scores beside it on the same documents); a run without a partner, or with no
+        document in common with it, is shown on its own documents with no difference.
+        """
+        c = None
+        if a is not None and b is not None and key in a.values and key in b.values:
+            c = self.compare(b, a, key)
         if c is None:
-            diff = b.values[key] - a.values[key]
-            return (f"{diff * scale(key):+.2f}" if math.isfinite(diff) else "n/a"), "n/a (no shared samples)"
-        return f"{c.result.delta * scale(key):+.2f}", p_text(c.result.p_value)
+            return self.cell(a, key), self.cell(b, key), "n/a", "n/a"
+        docs = list(c.docs)
+        return (self.cell(a, key, docs), self.cell(b, key, docs), f"{c.result.delta * scale(key):+.2f}",
+                p_text(c.result.p_value))
+
+    def documents(self, a: Run | None, b: Run | None, what: str, names: tuple[str, str],
+                  keys: Sequence[tuple[str, str]], notes: list[str]) -> list[str]:
+        """The n cells of a compared pair (``a``'s, ``b``'s, shared) and the notes they call for.
+
+        ``what`` names the row (system and subset); ``names`` the two runs in it.
+        """
+        own = [str(r.n) if r is not None and r.n else "n/a" for r in (a, b)]
+        if a is None or b is None:
+            return [*own, "—"]
+        if not (a.n and b.n):
+            self.note(f"{what}: {names[0]} and {names[1]} not compared (no logged samples to pair; "
+                      "run lm_eval with --log_samples)")
+            return [*own, "n/a"]
+        shared = len(shared_documents(a, b))
+        if shared == 0:
+            self.note(f"{what}: {names[0]} ({a.n} documents) and {names[1]} ({b.n}) share no document; "
+                      "not compared")
+        elif shared < max(a.n, b.n):
+            notes.append(f"{what}: compared on the {shared} documents both runs logged ({names[0]} has "
+                         f"{a.n}, {names[1]} {b.n}); the scores beside Δ are on those {shared}")
+        for key, name in keys:
+            c = self.compare(b, a, key) if key in a.values and key in b.values else None
+            if c is not None and 0 < c.shared < shared:
+                notes.append(f"{what}: {name} compared on {c.shared} of the {shared} shared documents "
+                             "(the others are not scored on both sides)")
+        return [*own, str(shared)]
 
     # ------------------------------------------------------------ tables
 
@@ -150,7 +197,11 @@ class Builder:
                      header, rows, caption=ci_caption(self.opt))
 
     def settings(self, benchmark: str) -> Table | None:
-        """Zero-shot vs few-shot of each base system per subset (DomainSum Table 2)."""
+        """Zero-shot vs few-shot of each base system per subset (DomainSum Table 2).
+
+        A system is a model with all its settings (chat template, budgets, ...): a row
+        compares one system across shots only, never a chat run with a plain one.
+        """
         base = [r for r in self.runs.of(benchmark) if not r.system.fine_tuned and not r.spec.variant]
         shots = sorted({r.shots for r in base})
         if len(shots) < 2:
@@ -158,30 +209,52 @@ class Builder:
         first, other = shots[0], shots[1:]
         keys = self.headline(benchmark)
         header = ["System", "Subset"]
+        for s in other:
+            tag = f" ({s}−{first})" if len(other) > 1 else ""
+            header += [f"n {first}-shot{tag}" if tag else f"n {first}-shot", f"n {s}-shot", f"n shared{tag}"]
         for _, name in keys:
-            for s in shots:
-                header.append(f"{name} {s}-shot")
             for s in other:
-                header += [f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
-        rows = []
-        systems = sorted({(r.system.label, r.system.identity): r.system for r in base}.items())
-        for (_, _), system in systems:
+                tag = f" ({s}−{first})" if len(other) > 1 else ""
+                header += [f"{name} {first}-shot{tag}", f"{name} {s}-shot",
+                           f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
+        rows, notes = [], []
+        systems = sorted({r.system.identity: r.system for r in base}.values(), key=lambda s: s.label)
+        for system in systems:
             for subset in subsets_of(base, benchmark):
                 found = {s: self.runs.find(system, benchmark, subset, s) for s in shots}
                 if sum(v is not None for v in found.values()) < 1:
                     continue
                 row = [system.label, subset]
+                for s in other:
+                    row += self.documents(found[first], found[s], f"{system.label} / {subset}",
+                                          (f"{first}-shot", f"{s}-shot"), keys, notes)
+                    notes += self.unpaired(system, benchmark, subset, found, first, s)
                 for key, _ in keys:
-                    row += [self.cell(found[s], key) for s in shots]
                     for s in other:
-                        row += list(self.delta(found[first], found[s], key))
+                        row += list(self.pair(found[first], found[s], key))
                 rows.append(row)
         if not rows:
             return None
         return Table(f"{benchmark}_settings",
                      f"{paper(benchmark)}: {first}-shot vs " + ", ".join(f"{s}-shot" for s in other)
                      + " (DomainSum Table 2 layout)", header, rows,
-                     caption=ci_caption(self.opt) + " " + test_caption(self.opt))
+                     caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
+                     notes=notes)
+
+    def unpaired(self, system, benchmark: str, subset: str, found: dict, first: int, s: int) -> list[str]:
+        """Where one setting of a system is missing but another system of the same model has
+        it: say that the two are not compared (they differ in settings, not only shots)."""
+        out = []
+        for missing in (first, s):
+            if found[missing] is not None or found[first if missing == s else s] is None:
+                continue
+            others = sorted({r.system.label for r in self.runs.of(benchmark)
+                             if r.system.model == system.model and r.system.identity != system.identity
+                             and r.subset == subset and r.shots == missing and not r.spec.variant})
+            if others:
+                out.append(f"{system.label} / {subset}: no {missing}-shot run with the same settings; "
+                           f"not compared with {', '.join(others)} ({missing}-shot), whose settings differ")
+        return out
 
     def finetuned(self, benchmark: str) -> Table | None:
         """Each fine-tuned system beside the model it was tuned from (DomainSum Table 3)."""
@@ -189,7 +262,7 @@ class Builder:
         if not tuned:
             return None
         keys = self.headline(benchmark)
-        header = ["System", "Trained on", "Subset", "Setting"]
+        header = ["System", "Trained on", "Subset", "Setting", "n", "n base", "n shared"]
         for _, name in keys:
             header += [f"{name}", f"{name} base", f"Δ {name}", f"p ({name})"]
         rows, notes = [], []
@@ -198,16 +271,22 @@ class Builder:
                 continue  # an off-domain evaluation: the cross-domain matrix holds it
             base_run = self.base_run(r)
             if base_run is None:
-                notes.append(f"{r.system.label}: no run of its base model on {r.task} (Δ is n/a)")
+                notes.append(f"{r.system.label}: no run of its base model with the same settings on "
+                             f"{r.task} (Δ is n/a)")
             row = [r.system.label, r.system.trained_on or "unknown", r.subset, r.setting]
+            n_base, n_tuned, n_shared = self.documents(base_run, r, f"{r.system.label} / {r.subset} ({r.setting})",
+                                                       ("the base model", "the fine-tuned system"), keys, notes)
+            row += [n_tuned, n_base, n_shared]
             for key, _ in keys:
-                row += [self.cell(r, key), self.cell(base_run, key), *self.delta(base_run, r, key)]
+                base_cell, tuned_cell, diff, p = self.pair(base_run, r, key)
+                row += [tuned_cell, base_cell, diff, p]
             rows.append(row)
         if not rows:
             return None
         return Table(f"{benchmark}_finetuned", f"{paper(benchmark)}: fine-tuned vs base model, in-domain "
                      "(DomainSum Table 3 layout)", header, rows,
-                     caption=ci_caption(self.opt) + " " + test_caption(self.opt), notes=notes)
+                     caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
+                     notes=notes)
 
     def base_run(self, run: Run) -> Run | None:
         identity = run.system.base_identity
@@ -257,8 +336,9 @@ class Builder:
                      caption="BERTScore F1 and ROUGE (geometric mean of ROUGE-1/2/L) x100; DVO in %.")
 
     def significance(self) -> Table | None:
-        header = ["Benchmark", "Subset", "Key", "A", "B", "A − B", "p", "documents"]
-        rows = []
+        header = ["Benchmark", "Subset", "Key", "A", "B", "A score", "B score", "A − B", "p", "n shared",
+                  "n A", "n B"]
+        rows, notes = [], []
         for benchmark in self.runs.benchmarks():
             runs = [r for r in self.runs.of(benchmark) if r.samples]
             for subset in subsets_of(runs, benchmark):
@@ -267,20 +347,33 @@ class Builder:
                 for a, b in itertools.combinations(here, 2):
                     if (a.shots, a.spec.variant) != (b.shots, b.spec.variant):
                         continue  # one system across settings: the settings table tests it
+                    shared = len(shared_documents(a, b))
+                    if shared == 0:
+                        self.note(f"{benchmark} / {subset}: {a.series} ({a.n} documents) and {b.series} "
+                                  f"({b.n}) share no document; not compared")
+                        continue
+                    if shared < max(a.n, b.n):
+                        notes.append(f"{benchmark} / {subset}: {a.series} and {b.series} compared on the "
+                                     f"{shared} documents both logged (of {a.n} and {b.n})")
                     for key, name in self.headline(benchmark):
                         if key not in a.values or key not in b.values:
                             continue
                         c = self.compare(a, b, key)
                         if c is None:
                             continue
+                        docs = list(c.docs)
                         rows.append([benchmark, subset, name, a.series, b.series,
+                                     self.number(self.est(a, key, docs).value, key),
+                                     self.number(self.est(b, key, docs).value, key),
                                      f"{c.result.delta * scale(key):+.2f}", p_text(c.result.p_value),
-                                     str(c.shared)])
+                                     str(c.shared), str(a.n), str(b.n)])
         if not rows:
             return None
         return Table("significance", "Paired significance tests between systems on the same documents "
                      "and setting",
-                     header, rows, caption=test_caption(self.opt) + f" * marks p < {ALPHA}.")
+                     header, rows, caption="A score, B score: each system on the n shared documents both "
+                     "logged (n A, n B: the documents each logged); A − B and p on the same documents. "
+                     + test_caption(self.opt) + f" * marks p < {ALPHA}.", notes=notes)
 
     def all(self) -> list[Table]:
         tables: list[Table | None] = []
@@ -302,7 +395,8 @@ class Builder:
 class CrossGroup:
     """The zero-shot runs of the systems fine-tuned from one base model, by (source, target)."""
 
-    base: tuple[str, str | None]
+    #: the identity of the base system (model and settings)
+    base: tuple
     sources: list[str]
     targets: list[str]
     cells: dict[tuple[str, str], Run]
@@ -329,6 +423,14 @@ def p_text(p: float) -> str:
     if not math.isfinite(p):
         return "n/a"
     return (f"{p:.3f}" if p >= 0.001 else "<0.001") + ("*" if p < ALPHA else "")
+
+
+def pair_caption() -> str:
+    return ("Scores beside a Δ are on the documents both compared runs logged (n shared), so Δ is "
+            "their difference; a run's own document count is its n, and a comparison on fewer "
+            "documents than a run logged is listed below the table. A score without a Δ is on the "
+            "run's own documents. A system is a model with all its settings: runs that differ in "
+            "any setting besides shots are never compared here.")
 
 
 def ci_caption(opt: Options) -> str:
@@ -371,13 +473,17 @@ def lookup_subset(task: str | None) -> str | None:
         return None
 
 
-def base_label_of(runs: Runs, identity: tuple[str, str | None]) -> str:
+def base_label_of(runs: Runs, identity: tuple) -> str:
+    """The label of the system with ``identity`` (a cross-domain group's base), else its
+    model's name with its settings."""
     system = next((s for s in runs.systems() if s.identity == identity), None)
     if system is not None:
         return system.label
-    from lm_eval_tasks.report.runs import short_name
+    from lm_eval_tasks.report.runs import setting_text
 
-    return short_name(identity[0])
+    settings = ", ".join(setting_text(k, v) for k, v in (identity[3] if len(identity) > 3 else ()))
+    return short_name(identity[0]) + (f" [{settings}]" if settings else "")
 
 
-__all__ = ["ALPHA", "Builder", "CrossGroup", "HEADLINE", "Options", "Table", "cross_domain_groups", "p_text"]
+__all__ = ["ALPHA", "Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of",
+           "cross_domain_groups", "p_text"]

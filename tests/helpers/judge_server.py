@@ -22,9 +22,15 @@ Behaviour is scripted per request:
 * ``logprobs_support``: ``"yes"`` (answer them), ``"refuse"`` (a 400 naming
   ``logprobs``, as some hosted models do), ``"omit"`` (answer without them, as
   endpoints that ignore the parameter do).
+* ``max_choices``: answer at most this many choices whatever ``n`` asks
+  (``transformers serve`` always answers one).
+* ``serialize``: answer one request at a time (``latency_s`` each, steps included),
+  as a model served on a CPU does: the n-th of n concurrent requests waits for the
+  others, and a request the client gave up on still occupies the server.
 
 Every request is counted (``received``) and its JSON body kept (``bodies``), also
-those answered by a fault step;
+those answered by a fault step; ``arrivals_in_flight`` records how many requests
+were at the server (this one included) when each arrived;
 ``latency_s`` delays each answer; the server stops itself after ``time_limit_s``
 so a hung test cannot keep it alive. Start and stop it as a context manager::
 
@@ -36,6 +42,7 @@ so a hung test cannot keep it alive. Start and stop it as a context manager::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -204,6 +211,8 @@ class StubJudgeServer:
     time_limit_s: float = 120.0
     logprobs_support: Literal["yes", "refuse", "omit"] = "yes"
     default: tuple[Step, ...] = (Text("3"),)
+    max_choices: int | None = None
+    serialize: bool = False
     received: int = 0
     bodies: list[dict] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
@@ -217,6 +226,8 @@ class StubJudgeServer:
         self._timer: threading.Timer | None = None
         self.max_in_flight = 0
         self._in_flight = 0
+        self.arrivals_in_flight: list[int] = []
+        self._serial = threading.Lock()  # held while answering, when ``serialize``
 
     # ---- scripting
 
@@ -240,6 +251,7 @@ class StubJudgeServer:
             self.bodies.clear()
             self.statuses.clear()
             self.max_in_flight = 0
+            self.arrivals_in_flight.clear()
 
     def _step_for(self, body: dict) -> Step:
         text = json.dumps(body.get("messages", []), ensure_ascii=False)
@@ -293,6 +305,7 @@ class StubJudgeServer:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            self.arrivals_in_flight.append(self._in_flight)
 
     def _leave_flight(self) -> None:
         with self._lock:
@@ -301,7 +314,11 @@ class StubJudgeServer:
 
 class _QuietServer(ThreadingHTTPServer):
     """A client that hangs up (its timeout, a killed test process) is routine here,
-    not an error worth a traceback on stderr."""
+    not an error worth a traceback on stderr. The listen backlog is a real server's
+    (uvicorn: 2048), not socketserver's 5: with 5, a burst of 8 connections leaves the
+    8th waiting for a SYN retransmit (about 1 s), which no test should time."""
+
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
@@ -348,8 +365,10 @@ def _dist_logprobs(step: Logprobs, top: int) -> tuple[str, dict]:
     return "".join(step.prefix) + chosen, {"content": content}
 
 
-def _completion(body: dict, step: Step, logprobs_support: str) -> dict:
+def _completion(body: dict, step: Step, logprobs_support: str, max_choices: int | None = None) -> dict:
     n = int(body.get("n") or 1)
+    if max_choices is not None:
+        n = min(n, max_choices)
     want_lp = bool(body.get("logprobs")) and logprobs_support == "yes"
     top = int(body.get("top_logprobs") or 0)
     choices = []
@@ -418,9 +437,10 @@ class _Handler(BaseHTTPRequestHandler):
         step = stub._step_for(body)
         stub._enter_flight()
         try:
-            if stub.latency_s:
-                time.sleep(stub.latency_s)
-            self._answer(body, step)
+            with stub._serial if stub.serialize else contextlib.nullcontext():
+                if stub.latency_s:
+                    time.sleep(stub.latency_s)
+                self._answer(body, step)
         finally:
             stub._leave_flight()
 
@@ -491,4 +511,4 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(step, Hang):
             time.sleep(step.seconds)
-        self._send(200, _completion(body, step, stub.logprobs_support))
+        self._send(200, _completion(body, step, stub.logprobs_support, stub.max_choices))

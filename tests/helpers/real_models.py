@@ -21,6 +21,7 @@ runs offline:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,17 +88,25 @@ def smollm2_gguf() -> tuple[Path, str]:
     return folder, GGUF_FILE
 
 
+def converted_checkpoint(root: Path) -> Path:
+    """The plain checkpoint under ``root``, converted from the shipped GGUF when missing.
+
+    Keyed by the GGUF's size and the transformers version, so an upgrade converts anew.
+    """
+    import transformers
+
+    folder = smollm2_package_dir()
+    key = f"smollm2-{(folder / GGUF_FILE).stat().st_size}-tf{transformers.__version__}"
+    out = root / key
+    if not (out / "config.json").is_file() or not (out / "model.safetensors").is_file():
+        convert_gguf(folder, GGUF_FILE, out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def smollm2_checkpoint(request, smollm2_gguf) -> Path:
     """A plain transformers checkpoint of SmolLM2-135M-Instruct (converted once, cached)."""
-    import transformers
-
-    folder, name = smollm2_gguf
-    key = f"smollm2-{(folder / name).stat().st_size}-tf{transformers.__version__}"
-    out = Path(request.config.cache.mkdir("real_models")) / key
-    if not (out / "config.json").is_file() or not (out / "model.safetensors").is_file():
-        convert_gguf(folder, name, out)
-    return out
+    return converted_checkpoint(Path(request.config.cache.mkdir("real_models")))
 
 
 def _free_port() -> int:
@@ -122,16 +132,15 @@ class Served:
         return self.base_url + "/completions"
 
 
-@pytest.fixture(scope="session")
-def smollm2_server(smollm2_checkpoint, tmp_path_factory) -> Served:
-    """``transformers serve`` with SmolLM2 preloaded on 127.0.0.1 (stopped at session end)."""
+@contextlib.contextmanager
+def serve(checkpoint: Path, log: Path, threads: int = 1) -> Iterator[Served]:
+    """``transformers serve`` with ``checkpoint`` preloaded on 127.0.0.1 (a free port)."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
     exe = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
     assert exe, "the `transformers` command is missing (transformers[serving] is a test dependency)"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([exe, "serve", str(smollm2_checkpoint), "--host", "127.0.0.1",
+        proc = subprocess.Popen([exe, "serve", str(checkpoint), "--host", "127.0.0.1",
                                  "--port", str(port), "--device", "cpu", "--dtype", "float32",
                                  "--log-level", "warning"],
                                 stdout=fh, stderr=subprocess.STDOUT, env=env)
@@ -150,7 +159,7 @@ def smollm2_server(smollm2_checkpoint, tmp_path_factory) -> Served:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"transformers serve did not answer in 180 s:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
-        yield Served(base + "/v1", str(smollm2_checkpoint), log)
+        yield Served(base + "/v1", str(checkpoint), log)
     finally:
         proc.terminate()
         try:
@@ -158,3 +167,10 @@ def smollm2_server(smollm2_checkpoint, tmp_path_factory) -> Served:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2_checkpoint, tmp_path_factory) -> Iterator[Served]:
+    """``transformers serve`` with SmolLM2 preloaded on 127.0.0.1 (stopped at session end)."""
+    with serve(smollm2_checkpoint, tmp_path_factory.mktemp("serve") / "serve.log") as served:
+        yield served

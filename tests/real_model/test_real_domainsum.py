@@ -127,3 +127,24 @@ def test_a_window_too_small_for_the_fixed_part_is_one_paragraph(smollm2_checkpoi
     assert re.search(r"task domainsum_cnndm_2shot \(document .+\): the prompt does not fit the model's window.*"
                      r"of 256, with 32 kept for the summary.*max_length.*max_demo_words", err[0]), err[0]
     assert not list(tmp_path.rglob("results_*.json"))
+
+
+def test_report_keeps_chat_and_plain_runs_apart(runs, smollm2_checkpoint, tmp_path):
+    """Same model, two settings: two systems, each compared with itself across shots."""
+    import csv
+
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "report", str(runs["plain"][0]),
+                           str(runs["chat"][0]), "--out", str(out), "--no-progress"],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "tables" / "domainsum_settings.csv", newline="", encoding="utf-8") as fh:
+        rows = {r["System"]: r for r in csv.DictReader(fh)}
+    name = smollm2_checkpoint.name
+    assert set(rows) == {name, f"{name} (chat)"}, rows.keys()
+    for label, system in (("plain", name), ("chat", f"{name} (chat)")):
+        zero, two = (_samples(runs[label][0], t) for t in TASKS)
+        x0, x2 = [s["bertscore_f1"] for s in zero], [s["bertscore_f1"] for s in two]
+        row = rows[system]
+        assert (row["n 0-shot"], row["n 2-shot"], row["n shared"]) == ("3", "3", "3")
+        assert float(row["Δ BERTScore (2−0)"]) == pytest.approx(100 * (sum(x2) - sum(x0)) / 3, abs=0.005)
