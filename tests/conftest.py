@@ -7,9 +7,11 @@ loudly instead of hanging).
 
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,6 +112,20 @@ def run_lm_eval(args: list[str], out_dir: Path, env: dict[str, str] | None = Non
 def sample_files(out_dir: Path, task: str) -> list[Path]:
     """The ``--log_samples`` files of one task under ``out_dir``."""
     return [Path(p) for p in glob.glob(str(out_dir / "**" / f"samples_{task}_*.jsonl"), recursive=True)]
+
+
+def own_samples(out_dir: Path, task: str) -> list[dict]:
+    """The logged samples of ``task`` itself (not ``<task>_2shot``) under ``out_dir``, by doc_id."""
+    own = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-\d\d-\d\dT")
+    rows = [json.loads(line) for f in sample_files(out_dir, task) if own.match(f.name)
+            for line in f.read_text(encoding="utf-8").splitlines()]
+    return sorted(rows, key=lambda r: r["doc_id"])
+
+
+def report_table(out: Path, name: str) -> list[dict[str, str]]:
+    """Rows of one ``domsum report`` table (``tables/<name>.csv``)."""
+    with open(out / "tables" / f"{name}.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import subprocess
 import time
 
 import pytest
 
-from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
+from conftest import ROOT, own_samples, run_lm_eval, subprocess_env
 from lm_eval_tasks.commands import HARNESS_CLI
 
 pytestmark = pytest.mark.slow
@@ -35,12 +34,6 @@ def vocab_dir(tmp_path_factory, fixture_data_dir):
     return out
 
 
-def _samples(out_dir, task) -> list[dict]:
-    own = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-\d\d-\d\dT")  # not samples_<task>_2shot_...
-    files = [f for f in sample_files(out_dir, task) if own.match(f.name)]
-    return [json.loads(line) for f in files for line in f.read_text().splitlines()]
-
-
 def test_reported_means_are_means_of_logged_per_document_scores(tmp_path, tiny_causal_lm, fixture_data_dir,
                                                                 minilm_path):
     from transformers import AutoTokenizer
@@ -52,7 +45,7 @@ def test_reported_means_are_means_of_logged_per_document_scores(tmp_path, tiny_c
                        "--metadata", json.dumps(meta)], tmp_path, plain=True)  # `lm_eval` itself
     assert res["n-shot"]["domainsum_cnndm"] == 0 and res["n-shot"]["domainsum_cnndm_2shot"] == 2
     for task in ("domainsum_cnndm", "domainsum_cnndm_2shot"):
-        samples = _samples(tmp_path, task)
+        samples = own_samples(tmp_path, task)
         assert len(samples) == 3
         row = res["results"][task]
         for key in ("rouge1", "rouge2", "rougeL", "rouge_mean", "bertscore_p", "bertscore_r", "bertscore_f1"):
@@ -93,7 +86,7 @@ def test_predict_only_loads_no_scorer(tmp_path, tiny_causal_lm, fixture_data_dir
                        "--metadata", json.dumps(meta)], tmp_path)
     assert "rouge1,none" not in res["results"]["domainsum_samsum"]
     assert res["configs"]["domainsum_samsum"]["metadata"]["scoring"] == "skipped (--predict_only)"
-    samples = _samples(tmp_path, "domainsum_samsum")
+    samples = own_samples(tmp_path, "domainsum_samsum")
     assert len(samples) == 2 and all(isinstance(s["filtered_resps"][0], str) for s in samples)
     assert all("rouge1" not in s for s in samples)
 
@@ -141,7 +134,7 @@ def test_dead_judge_after_generation_keeps_results_and_samples(tmp_path, tiny_ca
     row = res["results"]["adapteval_pubmed_judged"]
     assert math.isfinite(row["rouge1,none"]) and math.isfinite(row["dvo,none"])
     assert math.isnan(row["coherence,none"])
-    samples = _samples(tmp_path, "adapteval_pubmed_judged")
+    samples = own_samples(tmp_path, "adapteval_pubmed_judged")
     assert len(samples) == 2 and all(isinstance(s["rouge1"], float) for s in samples)
     record = res["configs"]["adapteval_pubmed_judged"]["metadata"]
     failed = record.get("scorer_failures", {}).get("judge", "") + json.dumps(record.get("judge_usage", {}))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from conftest import ROOT, run_lm_eval, subprocess_env
+from conftest import ROOT, report_table, run_lm_eval, subprocess_env
 from custom_metrics import registry
 from custom_metrics.analysis.significance import paired_bootstrap_test, paired_permutation_test
 from lm_eval_tasks.commands import report
@@ -166,10 +166,6 @@ def _logged(runs: Path, model_dir_part: str, task: str) -> dict[str, dict]:
     return out
 
 
-def _table(out: Path, name: str) -> list[dict[str, str]]:
-    with open(out / "tables" / f"{name}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
 
 def _mean(values) -> float:
     return sum(values) / len(values)
@@ -200,7 +196,7 @@ def test_scores_equal_the_logged_per_document_scores(report_runs):
 
 
 def test_settings_table_deltas_and_p_values(report_runs):
-    rows = _table(report_runs["out"], "domainsum_settings")
+    rows = report_table(report_runs["out"], "domainsum_settings")
     a_name = Path(report_runs["a"]).name
     assert {(r["System"], r["Subset"]) for r in rows} == {(a_name, "cnndm"), (a_name, "samsum"),
                                                            ("tiny-b", "cnndm"), ("tiny-b", "samsum")}
@@ -220,7 +216,7 @@ def test_settings_table_deltas_and_p_values(report_runs):
 
 
 def test_finetuned_table_pairs_the_adapter_with_its_base(report_runs):
-    rows = _table(report_runs["out"], "domainsum_finetuned")
+    rows = report_table(report_runs["out"], "domainsum_finetuned")
     a_name = Path(report_runs["a"]).name
     [row] = rows  # in-domain only: the adapter on SAMSum; its CNN/DM run is in the cross-domain matrix
     assert row["System"] == f"{a_name} + samsum-lora" and row["Trained on"] == "domainsum_samsum"
@@ -232,7 +228,7 @@ def test_finetuned_table_pairs_the_adapter_with_its_base(report_runs):
                                                                abs=0.005)
     assert float(row["BERTScore base"].split()[0]) == pytest.approx(
         100 * _mean([base[d]["bertscore_f1"] for d in docs]), abs=0.005)
-    cross = _table(report_runs["out"], "domainsum_cross_domain_bertscore_f1")
+    cross = report_table(report_runs["out"], "domainsum_cross_domain_bertscore_f1")
     assert [r["trained on \\ evaluated on"] for r in cross] == ["samsum"]  # no invented rows
     off = _logged(report_runs["runs"], "samsum-lora", "domainsum_cnndm")
     assert float(cross[0]["cnndm"]) == pytest.approx(100 * _mean([d["bertscore_f1"] for d in off.values()]),
@@ -240,7 +236,7 @@ def test_finetuned_table_pairs_the_adapter_with_its_base(report_runs):
 
 
 def test_significance_table_pairs_systems_in_one_setting(report_runs):
-    rows = _table(report_runs["out"], "significance")
+    rows = report_table(report_runs["out"], "significance")
     assert rows and all(r["A"].endswith(r["B"][r["B"].rindex("("):]) for r in rows)  # same setting
     a_name = Path(report_runs["a"]).name
     r = next(r for r in rows if r["Subset"] == "cnndm" and r["Key"] == "BERTScore"

@@ -19,14 +19,13 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from conftest import run_lm_eval
+from conftest import report_table, run_lm_eval
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import report
 from lm_eval_tasks.report.runs import System, label_systems, load_runs, system_of
@@ -47,10 +46,6 @@ def _samples(folder: Path, task: str) -> dict[str, dict]:
         out[rec["doc"]["id"]] = {k: rec[k] for k in rec["metrics"]}
     return out
 
-
-def _table(out: Path, name: str) -> list[dict[str, str]]:
-    with open(out / "tables" / f"{name}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def _mean(values) -> float:
@@ -144,9 +139,9 @@ def test_results_json_records_what_identity_reads(runs):
                                                        .read_text()), task=TASK_0).identity
 
 
-def test_chat_and_plain_runs_are_two_systems_in_every_table(runs):
+def test_chat_and_plain_runs_are_two_systems_in_everyreport_table(runs):
     m = runs["model"]
-    rows = _table(runs["out"], "domainsum_scores")
+    rows = report_table(runs["out"], "domainsum_scores")
     assert {(r["System"], r["Setting"], r["n"]) for r in rows} == {
         (m, "0-shot", "3"), (m, "2-shot", "2"), (f"{m} (chat)", "2-shot", "3"),
         (f"{m} [max_doc_words=20]", "0-shot", "3"), ("foo", "0-shot", "3")}
@@ -167,7 +162,7 @@ def test_chat_and_plain_runs_are_two_systems_in_every_table(runs):
 
 def test_settings_table_compares_one_system_on_shared_documents(runs):
     m = runs["model"]
-    rows = {r["System"]: r for r in _table(runs["out"], "domainsum_settings")}
+    rows = {r["System"]: r for r in report_table(runs["out"], "domainsum_settings")}
     assert set(rows) == {m, f"{m} (chat)", f"{m} [max_doc_words=20]", "foo"}
     r = rows[m]
     zero, two = _samples(runs["root"] / "plain0", TASK_0), _samples(runs["root"] / "plain2", TASK_2)
@@ -179,7 +174,7 @@ def test_settings_table_compares_one_system_on_shared_documents(runs):
     # the scores beside Δ are on the 2 shared documents, so Δ is their difference; the scores
     # table holds the 0-shot run on all its 3
     assert _value(r["BERTScore 0-shot"]) == pytest.approx(100 * _mean(x0), abs=0.005)
-    [full] = [x for x in _table(runs["out"], "domainsum_scores") if (x["System"], x["Setting"]) == (m, "0-shot")]
+    [full] = [x for x in report_table(runs["out"], "domainsum_scores") if (x["System"], x["Setting"]) == (m, "0-shot")]
     all0 = 100 * _mean([d["bertscore_f1"] for d in zero.values()])
     assert _value(full["BERTScore"]) == pytest.approx(all0, abs=0.005)
     assert abs(all0 - 100 * _mean(x0)) > 0.01  # the third document scores otherwise: two document sets
@@ -205,7 +200,7 @@ def test_settings_table_compares_one_system_on_shared_documents(runs):
 
 def test_significance_pairs_systems_on_shared_documents_with_n(runs):
     m = runs["model"]
-    rows = _table(runs["out"], "significance")
+    rows = report_table(runs["out"], "significance")
     r = next(r for r in rows if r["Key"] == "BERTScore"
              and {r["A"], r["B"]} == {f"{m} (2-shot)", f"{m} (chat) (2-shot)"})
     plain2, chat = _samples(runs["root"] / "plain2", TASK_2), _samples(runs["root"] / "chat", TASK_2)
@@ -223,7 +218,7 @@ def test_significance_pairs_systems_on_shared_documents_with_n(runs):
 
 
 def test_api_run_is_named_by_its_served_model(runs):
-    rows = _table(runs["out"], "domainsum_scores")
+    rows = report_table(runs["out"], "domainsum_scores")
     [foo] = [r for r in rows if r["System"] == "foo"]
     logged = _samples(runs["root"] / "api", TASK_0)
     assert _value(foo["BERTScore"]) == pytest.approx(100 * _mean([d["bertscore_f1"] for d in logged.values()]),
@@ -239,7 +234,7 @@ def test_api_run_is_named_by_its_served_model(runs):
 
 def test_runs_differing_in_max_doc_words_are_two_systems(runs):
     m = runs["model"]
-    rows = _table(runs["out"], "significance")
+    rows = report_table(runs["out"], "significance")
     r = next(r for r in rows if r["Key"] == "BERTScore"
              and {r["A"], r["B"]} == {f"{m} (0-shot)", f"{m} [max_doc_words=20] (0-shot)"})
     plain, budget = _samples(runs["root"] / "plain0", TASK_0), _samples(runs["root"] / "budget", TASK_0)
@@ -274,7 +269,7 @@ def test_no_shared_documents_are_not_paired_and_repeats_are_deduplicated(runs, t
     out = tmp_path / "report"
     folders = [str(root / "plain0"), str(root / "plain2"), str(tmp_path / "ml"), str(tmp_path / "again")]
     assert report.main([*folders, "--out", str(out), "--no-progress", "--no-plots"]) == 0
-    rows = {r["System"]: r for r in _table(out, "domainsum_settings")}
+    rows = {r["System"]: r for r in report_table(out, "domainsum_settings")}
     assert set(rows) == {m, f"{m} [max_length=4096]"}
     r = rows[f"{m} [max_length=4096]"]
     assert (r["n 0-shot"], r["n 2-shot"], r["n shared"]) == ("3", "2", "0")
@@ -288,10 +283,10 @@ def test_no_shared_documents_are_not_paired_and_repeats_are_deduplicated(runs, t
         in notes
     assert (f"domainsum / cnndm: {m} (2-shot) (2 documents) and {m} [max_length=4096] (2-shot) (2) share no "
             "document; not compared") in notes
-    sig = _table(out, "significance")
+    sig = report_table(out, "significance")
     assert not any({x["A"], x["B"]} == {f"{m} (2-shot)", f"{m} [max_length=4096] (2-shot)"} for x in sig)
     # the plain 0-shot run twice (same system, same task): one row, the later file, with a note
-    scores = _table(out, "domainsum_scores")
+    scores = report_table(out, "domainsum_scores")
     assert [x["Setting"] for x in scores if x["System"] == m] == ["0-shot", "2-shot"]
     assert re.search(rf"{re.escape(m)}: {TASK_0} appears in 2 results files of the same system and settings; "
                      r"the latest \(.*2999-01-01T00-00-00\.000001\.json\) is used", notes)

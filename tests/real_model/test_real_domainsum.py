@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, sample_files, subprocess_env
+from conftest import FIXTURE_DATA, ROOT, minilm_dir, own_samples, report_table, run_lm_eval, subprocess_env
 
 TASKS = ("domainsum_cnndm", "domainsum_cnndm_2shot")
 WINDOW, GEN = 640, 32
@@ -29,13 +29,6 @@ METRICS = ("rouge1", "rouge2", "rougeL", "rouge_mean", "bertscore_f1")
 def _meta(**extra) -> str:
     return json.dumps({"data_dir": str(FIXTURE_DATA), "bertscore_model": minilm_dir(), "bertscore_layers": 6,
                        **extra})
-
-
-def _samples(out: Path, task: str) -> list[dict]:
-    own = re.compile(rf"samples_{re.escape(task)}_\d{{4}}-\d\d-\d\dT")
-    rows = [json.loads(line) for f in sample_files(out, task) if own.match(f.name)
-            for line in f.read_text().splitlines()]
-    return sorted(rows, key=lambda r: r["doc_id"])
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +56,7 @@ def tokenizer(smollm2_checkpoint):
 def test_reported_means_are_the_logged_scores(runs, label):
     folder, res = runs[label]
     for task in TASKS:
-        samples = _samples(folder, task)
+        samples = own_samples(folder, task)
         assert [s["doc_id"] for s in samples] == [0, 1, 2]
         for key in METRICS:
             per_doc = [s[key] for s in samples]
@@ -76,7 +69,7 @@ def test_reported_means_are_the_logged_scores(runs, label):
 def test_every_prompt_keeps_its_instruction_and_fits_the_window(runs, label, tokenizer):
     folder, res = runs[label]
     for task in TASKS:
-        for s in _samples(folder, task):
+        for s in own_samples(folder, task):
             prompt = s["arguments"]["gen_args_0"]["arg_0"]
             n = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])  # as the hf backend encodes it
             assert n <= WINDOW - GEN, (task, n)
@@ -95,7 +88,7 @@ def test_every_prompt_keeps_its_instruction_and_fits_the_window(runs, label, tok
 def test_counts_equal_what_the_samples_show(runs, label, tokenizer):
     folder, res = runs[label]
     for task in TASKS:
-        samples = _samples(folder, task)
+        samples = own_samples(folder, task)
         meta = res["configs"][task]["metadata"]
         budget, gen = meta["prompt_budget"], meta["generation"]
         cut = [s["doc"]["document"].strip() not in s["arguments"]["gen_args_0"]["arg_0"] for s in samples]
@@ -131,19 +124,16 @@ def test_a_window_too_small_for_the_fixed_part_is_one_paragraph(smollm2_checkpoi
 
 def test_report_keeps_chat_and_plain_runs_apart(runs, smollm2_checkpoint, tmp_path):
     """Same model, two settings: two systems, each compared with itself across shots."""
-    import csv
-
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "report", str(runs["plain"][0]),
                            str(runs["chat"][0]), "--out", str(out), "--no-progress"],
                           cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(out / "tables" / "domainsum_settings.csv", newline="", encoding="utf-8") as fh:
-        rows = {r["System"]: r for r in csv.DictReader(fh)}
+    rows = {r["System"]: r for r in report_table(out, "domainsum_settings")}
     name = smollm2_checkpoint.name
     assert set(rows) == {name, f"{name} (chat)"}, rows.keys()
     for label, system in (("plain", name), ("chat", f"{name} (chat)")):
-        zero, two = (_samples(runs[label][0], t) for t in TASKS)
+        zero, two = (own_samples(runs[label][0], t) for t in TASKS)
         x0, x2 = [s["bertscore_f1"] for s in zero], [s["bertscore_f1"] for s in two]
         row = rows[system]
         assert (row["n 0-shot"], row["n 2-shot"], row["n shared"]) == ("3", "3", "3")
