@@ -31,6 +31,8 @@ from custom_metrics.judge import (
     JudgeStats,
     judge_scores,
     judge_scores_async,
+    judge_texts,
+    judge_texts_async,
     notice_judge_skipped,
 )
 from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge
@@ -69,7 +71,8 @@ __all__ = [
     "ADAPTEVAL_METRICS", "ENGLISH_STOPWORDS", "JudgeConfig", "JudgeConfigError", "JudgeError",
     "JudgeRequestError", "JudgeResult", "JudgeStats", "VocabularyNotFoundError", "adapteval_judge",
     "aggregate_shift", "bertscore", "build_vocabulary", "count_tokens", "domain_word_mask", "dvo",
-    "dvo_scores", "dvo_token", "dvo_token_scores", "judge_scores", "judge_scores_async",
+    "dvo_scores", "dvo_token", "dvo_token_scores", "judge_scores", "judge_scores_async", "judge_texts",
+    "judge_texts_async",
     "load_vocabulary", "notice_judge_skipped", "position_shift",
     "rouge_scores", "summarize_shift", "vocabulary_path", "word_tokenize",
 ]

@@ -515,7 +515,7 @@ FM = Family(
     keys=(Key("fm", aggregation="nanmean", description="Facet-aware Metric, weighted facet alignment"),
           Key("fm_vanilla", aggregation="nanmean", description="one direct 1-4 rating, rescaled"),
           Key("fm_failures", higher_is_better=False, aggregation="sum",
-              description="pairs whose facet extraction or rating failed (left out of the means)")),
+              description="pairs whose facet extraction or rating failed, whose reference had no facet, or whose vanilla rating failed (by kind in fm_failures_by_kind; left out of the means)")),
     score=_fm_score,
     description="Facet-aware Metric (Chen et al.): LLM facet extraction and rating of scientific abstracts.",
     source="custom_metrics.fm (the paper's prompts and weights)",
