@@ -143,8 +143,8 @@ def _rows() -> list[Setting]:
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
         S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int, judge["max_concurrency"].default,
-          "Judge requests in flight; unset = sized from the first request's latency (1-8; 1 for a slow "
-          "local server).", "judge"),
+          "Judge requests in flight; unset = sized from the first request's latency (about 15 s / latency, "
+          "between 1 and 8).", "judge"),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge"),
         S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,
