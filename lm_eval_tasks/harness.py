@@ -47,7 +47,7 @@ from lm_eval.api.utils import maybe_delimit
 
 from custom_metrics import registry
 from lm_eval_tasks import catalog, settings
-from lm_eval_tasks.benchmarks import Loaded, family_options, load_task, stop_sequences
+from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
 
 log = logging.getLogger(__name__)
@@ -214,10 +214,6 @@ class SuiteTask(ConfigurableTask):
         loaded = load_task(self.spec, "test", dict(self.config.metadata or {}))
         if not loaded.docs:
             raise DataError(f"task {self.spec.name!r}: the test split has no usable record")
-        self._use(loaded)
-
-    def _use(self, loaded: Loaded) -> None:
-        self._loaded = loaded
         self._loaded_report = loaded.report
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(loaded.docs)})
         self.task_docs = self.dataset["test"]

@@ -34,14 +34,16 @@ from functools import lru_cache
 from typing import Any
 
 from lm_eval_tasks.data.loader import DataError
+from lm_eval_tasks.settings import SETTINGS
 
 log = logging.getLogger(__name__)
 
 #: smallest document worth running: below it the prompt is nearly all template
 MIN_DOC_TOKENS = 32
-#: characters per token assumed for an API model whose tokenizer cannot be had. English
-#: BPE averages about 4; 3 over-counts tokens, so a prompt fitted with it fits.
-DEFAULT_CHARS_PER_TOKEN = 3.0
+#: characters per token assumed for an API model whose tokenizer cannot be had (the
+#: ``chars_per_token`` setting's default). English BPE averages about 4; 3 over-counts
+#: tokens, so a prompt fitted with it fits.
+DEFAULT_CHARS_PER_TOKEN = float(SETTINGS["chars_per_token"].default)
 #: lm-eval's default window for API models and models that state none
 DEFAULT_API_WINDOW = 2048
 #: tokens a chat request adds per message beyond its text, when only a bound is known
