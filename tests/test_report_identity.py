@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from conftest import report_table, run_lm_eval
+from conftest import own_samples, report_table, run_lm_eval
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import report
 from lm_eval_tasks.report.runs import System, label_systems, load_runs, system_of
@@ -37,14 +37,8 @@ TASK_0, TASK_2 = "domainsum_cnndm", "domainsum_cnndm_2shot"
 
 
 def _samples(folder: Path, task: str) -> dict[str, dict]:
-    """doc id -> logged per-document scores of the one samples file of ``task`` under ``folder``."""
-    [path] = [p for p in folder.rglob(f"samples_{task}_*.jsonl")
-              if re.fullmatch(rf"samples_{task}_\d{{4}}-.*\.jsonl", p.name)]
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        out[rec["doc"]["id"]] = {k: rec[k] for k in rec["metrics"]}
-    return out
+    """doc id -> logged per-document scores of ``task`` under ``folder``."""
+    return {rec["doc"]["id"]: {k: rec[k] for k in rec["metrics"]} for rec in own_samples(folder, task)}
 
 
 
