@@ -30,9 +30,9 @@ import math
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from lm_eval_tasks.benchmarks.prompting import load_tokenizer
 from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.settings import SETTINGS
 
@@ -156,13 +156,6 @@ def meter_from_backend(lm: Any, max_gen_toks: int, chars_per_token: float | None
     return _tokenizer_meter(f"{name} backend, tokenizer {label}", tokenizer, context, generation, encode)
 
 
-@lru_cache(maxsize=4)
-def _load_tokenizer(name: str, gguf_file: str | None):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(name, **({"gguf_file": gguf_file} if gguf_file else {}))
-
-
 def _flag(value: Any) -> bool:
     return str(value).strip().lower() in {"1", "true", "yes"}
 
@@ -187,7 +180,7 @@ def meter_from_metadata(metadata: Mapping[str, Any], max_gen_toks: int,
     if not name:
         return None
     try:
-        tok = _load_tokenizer(str(name), str(gguf) if gguf and name == model else None)
+        tok = load_tokenizer(str(name), str(gguf) if gguf and name == model else None)
         cfg = None
         if not api and model:
             from transformers import AutoConfig

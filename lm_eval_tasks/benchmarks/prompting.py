@@ -29,15 +29,16 @@ def truncate_words(text: str, max_words: int | None) -> str:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(name: str):
+def load_tokenizer(name: str, gguf_file: str | None = None):
+    """A transformers tokenizer, loaded once per process (also a GGUF file's own tokenizer)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(name)
+    return AutoTokenizer.from_pretrained(name, **({"gguf_file": gguf_file} if gguf_file else {}))
 
 
 def truncate_tokens(text: str, max_tokens: int, tokenizer_name: str) -> str:
     """The longest prefix of ``text`` that is at most ``max_tokens`` tokens."""
-    tok = _tokenizer(tokenizer_name)
+    tok = load_tokenizer(tokenizer_name)
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
     offsets = enc["offset_mapping"]
     if len(offsets) <= max_tokens:
