@@ -483,15 +483,17 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     import json
     from pathlib import Path
 
-    from custom_metrics.fm import fm_scores
+    from custom_metrics.fm import EXTRACT_MAX_TOKENS, fm_scores
 
     variant = str(ctx.settings.get("fm_variant") or "zero")
     if variant not in ("zero", "few"):
         raise ValueError(f"fm_variant must be 'zero' or 'few', got {variant!r}")
     res = fm_scores(batch.references, batch.predictions, _judge_of(ctx), variant=variant,
                     facets=bool(ctx.options.get("fm_facets", True)),
-                    vanilla=bool(ctx.options.get("fm_vanilla", True)), stats=ctx.options.get("judge_stats"))
-    ctx.record.update(fm_variant_used=variant, fm_usage=res["usage"], fm_failures_by_kind=res["failures"])
+                    vanilla=bool(ctx.options.get("fm_vanilla", True)), stats=ctx.options.get("judge_stats"),
+                    extract_max_tokens=int(ctx.settings.get("fm_extract_max_tokens") or EXTRACT_MAX_TOKENS))
+    ctx.record.update(fm_variant_used=variant, fm_usage=res["usage"], fm_failures_by_kind=res["failures"],
+                      fm_vanilla_failures=res["vanilla_failures"])
     details = ctx.settings.get("fm_details")
     if details:
         path = Path(details).expanduser()
@@ -520,7 +522,7 @@ FM = Family(
     description="Facet-aware Metric (Chen et al.): LLM facet extraction and rating of scientific abstracts.",
     source="custom_metrics.fm (the paper's prompts and weights)",
     needs=("judge",),
-    settings=("fm_variant", "fm_details"),
+    settings=("fm_variant", "fm_extract_max_tokens", "fm_details"),
     check=_judge_check,
     describe=_judge_describe,
 )

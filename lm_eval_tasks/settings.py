@@ -67,6 +67,7 @@ def _rows() -> list[Setting]:
     from custom_metrics.battery import DEFAULT_SCI_BERTSCORE_MODEL
     from custom_metrics.blanc import DEFAULT_MODEL as BLANC_MODEL
     from custom_metrics.dvo import DEFAULT_VOCAB_DIR
+    from custom_metrics.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
     from custom_metrics.mauve import DEFAULT_MODEL as MAUVE_MODEL
     from custom_metrics.perplexity import DEFAULT_MODEL as PPL_MODEL
@@ -135,6 +136,9 @@ def _rows() -> list[Setting]:
         S("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", _json_or_str, None,
           "medqsum: comma list of battery families to run (default all).", "scorers"),
         S("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers"),
+        S("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", int, FM_EXTRACT_MAX_TOKENS,
+          "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
+          "slow or rambling judge.", "scorers"),
         S("fm_details", None, str, None, "FM: JSONL path receiving each document's facets and ratings.",
           "scorers"),
         # judge

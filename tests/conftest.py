@@ -7,14 +7,17 @@ loudly instead of hanging).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
+import io
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # conftest and the helpers package (helpers.judge_server, ...)
 
 from helpers.real_models import smollm2_checkpoint, smollm2_gguf, smollm2_server  # noqa: E402,F401 - fixtures
+from helpers.real_models import note_last_server_user, stop_server_after  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    note_last_server_user(items)
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    stop_server_after(item)
+
 
 #: the hand-written mirror the package ships (``lm_eval_tasks/sample_data``), shared with ``domsum demo``
 FIXTURE_DATA = sample_data_dir()
@@ -88,24 +101,53 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` replaced by ``env`` for the duration (restored after)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def run_lm_eval(args: list[str], out_dir: Path, env: dict[str, str] | None = None,
                 timeout: int = 900, plain: bool = False) -> dict:
-    """Run the real ``lm_eval`` CLI in a subprocess; return the parsed results JSON.
+    """Run the real ``lm_eval`` CLI; return the parsed results JSON.
 
-    By default through ``domsum run`` (``HARNESS_CLI``: the harness's CLI unchanged, its
-    task index limited to the suite, 4-6 s less a run); ``plain=True`` runs ``python -m
-    lm_eval`` itself, as the central end-to-end test does.
+    By default the harness's CLI runs in this process through ``domsum run``'s entry
+    (:func:`lm_eval_tasks.harness.run_cli`: the harness's CLI unchanged, its task index
+    limited to the suite) with ``env`` as the environment: the same argument parsing,
+    evaluation and output writing as the command, without paying for a fresh
+    interpreter's imports on every run. ``plain=True`` runs ``python -m lm_eval`` itself
+    in a subprocess, as the central end-to-end test does.
     """
-    from lm_eval_tasks.commands import HARNESS_CLI
+    if plain:
+        cmd = [sys.executable, "-m", "lm_eval", *args, "--output_path", str(out_dir)]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env or subprocess_env(), capture_output=True,
+                              text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise AssertionError(f"lm_eval failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+        err = proc.stderr
+    else:
+        from lm_eval_tasks.harness import run_cli
 
-    entry = [sys.executable, "-m", "lm_eval"] if plain else list(HARNESS_CLI)
-    cmd = [*entry, *args, "--output_path", str(out_dir)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env or subprocess_env(), capture_output=True,
-                          text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise AssertionError(f"lm_eval failed ({proc.returncode}):\n{proc.stderr[-6000:]}")
+        stream = io.StringIO()
+        with environment(env or subprocess_env()), contextlib.redirect_stdout(stream), \
+                contextlib.redirect_stderr(stream):
+            try:
+                run_cli([*args, "--output_path", str(out_dir)])
+                code = 0
+            except SystemExit as exc:
+                code = exc.code or 0
+        err = stream.getvalue()
+        if code:
+            raise AssertionError(f"lm_eval failed ({code}):\n{err[-6000:]}")
     files = sorted(glob.glob(str(out_dir / "**" / "results_*.json"), recursive=True))
-    assert files, f"no results JSON under {out_dir}\n{proc.stderr[-3000:]}"
+    assert files, f"no results JSON under {out_dir}\n{err[-3000:]}"
     return json.loads(Path(files[-1]).read_text())
 
 

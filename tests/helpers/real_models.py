@@ -133,7 +133,7 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve(checkpoint: Path, log: Path, threads: int = 1) -> Iterator[Served]:
+def serve(checkpoint: Path, log: Path, threads: int = 2) -> Iterator[Served]:
     """``transformers serve`` with ``checkpoint`` preloaded on 127.0.0.1 (a free port)."""
     port = _free_port()
     exe = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
@@ -169,8 +169,36 @@ def serve(checkpoint: Path, log: Path, threads: int = 1) -> Iterator[Served]:
             proc.wait()
 
 
+#: node id of the last collected test that uses ``smollm2_server``, and how to stop it
+_LAST_SERVER_USER: list[str] = []
+_STOP_SERVER: list[contextlib.ExitStack] = []
+
+
+def note_last_server_user(items: list) -> None:
+    """Remember the last test that needs the server (``pytest_collection_modifyitems``)."""
+    users = [it.nodeid for it in items if "smollm2_server" in getattr(it, "fixturenames", ())]
+    _LAST_SERVER_USER[:] = users[-1:]
+
+
+def stop_server_after(item) -> None:
+    """Stop the server once its last user has run (``pytest_runtest_teardown``).
+
+    Why not at session end: an idle ``transformers serve`` still takes about a tenth of
+    a core, which the rest of the suite on a 2-core machine would pay for minutes.
+    """
+    if _LAST_SERVER_USER and item.nodeid == _LAST_SERVER_USER[0]:
+        while _STOP_SERVER:
+            _STOP_SERVER.pop().close()
+
+
 @pytest.fixture(scope="session")
 def smollm2_server(smollm2_checkpoint, tmp_path_factory) -> Iterator[Served]:
-    """``transformers serve`` with SmolLM2 preloaded on 127.0.0.1 (stopped at session end)."""
-    with serve(smollm2_checkpoint, tmp_path_factory.mktemp("serve") / "serve.log") as served:
+    """``transformers serve`` with SmolLM2 preloaded on 127.0.0.1, stopped after the last
+    test that uses it."""
+    stack = contextlib.ExitStack()
+    served = stack.enter_context(serve(smollm2_checkpoint, tmp_path_factory.mktemp("serve") / "serve.log"))
+    _STOP_SERVER.append(stack)
+    try:
         yield served
+    finally:
+        stack.close()  # a no-op when already stopped

@@ -4,10 +4,12 @@
 What the stub server cannot show: a real OpenAI-compatible server that ignores ``n``
 (one choice per reply, whatever is asked), omits log-probabilities, answers one
 request at a time at CPU speed, and a judge model too weak to follow the rating
-instructions, whose replies are mostly unparsable. Every public judge entry point
-(the AdaptEval judge, FM, the CCSBench focus judge, sampled scoring) runs here with
-the default timeout, concurrency, retries and log-probability setting (sized from the
-first request's latency), and every test checks the accounting, not the model:
+instructions, whose replies are mostly unparsable. FM with given reference facets
+(candidate extraction and facet rating) and sampled scoring run here as library calls
+with the default timeout, concurrency, retries and log-probability setting (sized from
+the first request's latency); the AdaptEval judge, FM from raw references and the
+CCSBench focus judge run through the ``lm_eval`` CLI in ``test_real_judged.py``. Every
+test checks the accounting, not the model:
 
 * every item is scored or counted as a failure with a reason (scored + failed = total);
 * the requests the judge counted (``http_calls``) equal the requests the server logged
@@ -28,10 +30,8 @@ from pathlib import Path
 import pytest
 from helpers.judge_server import clear_judge_env
 
-from custom_metrics.ccs import judge_focus
 from custom_metrics.fm import FACETS, fm_scores
 from custom_metrics.judge import AUTO_TIMEOUT_FLOOR_S, JudgeConfig, JudgeStats, judge_scores
-from custom_metrics.judge_prompts import adapteval_judge
 from lm_eval_tasks.settings import judge_config
 
 N_SAMPLES = 3
@@ -91,26 +91,6 @@ def check_accounting(stats: JudgeStats | dict, logged: int) -> dict:
     return st
 
 
-def test_adapteval_judge_with_defaults(config, smollm2_server):
-    before = requests_logged(smollm2_server.log)
-    out = adapteval_judge(DOCUMENTS, SUMMARIES, "pubmed", config, metrics=("fluency",), prompt_variant="suite")
-    st = check_accounting(out["usage"], requests_logged(smollm2_server.log) - before)
-    scores, reasons = out["per_item"]["fluency"], out["reasons"]["fluency"]
-    assert len(scores) == 2 and all((s is None) == (r is not None) for s, r in zip(scores, reasons))
-    assert out["n_scored"]["fluency"] + sum(out["failed"]["fluency"].values()) == 2
-    assert set(out["failed"]["fluency"]) <= {"parse"}  # the weak model's replies: counted, never scored
-    assert all(s is None or 1 <= s <= 3 for s in scores)
-    # no log-probabilities from transformers serve: sampled, and each sampled reply short
-    assert st["logprobs_fallbacks"] == 1 and out["judge_mode"]["fluency"] in ("samples", "none")
-    sampled_requests = st["http_calls"] - 1  # all but the log-probability probe
-    assert st["choices_short"] >= 2 and sampled_requests == N_SAMPLES * st["choices_short"]
-    # the same run again is paid by the cache: no request reaches the server
-    again_before = requests_logged(smollm2_server.log)
-    again = adapteval_judge(DOCUMENTS, SUMMARIES, "pubmed", config, metrics=("fluency",), prompt_variant="suite")
-    assert requests_logged(smollm2_server.log) == again_before and again["usage"]["http_calls"] == 0
-    assert again["per_item"] == out["per_item"]
-
-
 def test_fm_on_two_scholarsum_rows_with_defaults(config, smollm2_server):
     before = requests_logged(smollm2_server.log)
     out = fm_scores(REFERENCES, SUMMARIES, config, reference_facets=REFERENCE_FACETS, extract_max_tokens=32)
@@ -128,18 +108,6 @@ def test_fm_on_two_scholarsum_rows_with_defaults(config, smollm2_server):
     assert out["errors"] == []
     # two candidates extracted (each maybe asked twice), no reference extraction (given)
     assert st["items"] >= 2 + 2
-
-
-def test_ccsbench_focus_judge_with_defaults(config, smollm2_server):
-    before = requests_logged(smollm2_server.log)
-    labels, res = judge_focus(DOCUMENTS, config)
-    st = check_accounting(res.stats, requests_logged(smollm2_server.log) - before)
-    assert len(labels) == 2 and all(lab in ("high", "low", None) for lab in labels)
-    assert all((lab is None) == (why is not None) for lab, why in zip(labels, res.reasons))
-    assert set(r for r in res.reasons if r) <= {"parse"}
-    assert st["scored"] + st["parse_failures"] == 2
-    assert st["http_calls"] == 2 + st["parse_retries"]  # one request per attempt (n = 1)
-    assert st["choices_short"] == 0  # asked for one choice, got one
 
 
 def test_samples_mode_records_the_servers_single_choice(config, smollm2_server):

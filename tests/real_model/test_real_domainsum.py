@@ -5,7 +5,8 @@ a prompt fitted without it is left-truncated by the harness; generations open wi
 blank line, so counting on stripped text under-counts those that ran to
 ``max_gen_toks``. Each run here uses a window (640 tokens) that the two-shot prompts
 overflow and the zero-shot ones do not, and every assertion recomputes its number from
-the logged samples.
+the logged samples. A LoRA adapter of the same model, trained for two steps with
+``python -m finetune``, is loaded back with ``peft=`` and reported beside its base.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_DATA, ROOT, minilm_dir, own_samples, report_table, run_lm_eval, subprocess_env
+from lm_eval_tasks.commands import HARNESS_CLI
 
 TASKS = ("domainsum_cnndm", "domainsum_cnndm_2shot")
 WINDOW, GEN = 640, 32
@@ -43,6 +45,26 @@ def runs(smollm2_checkpoint, tmp_path_factory) -> dict[str, tuple[Path, dict]]:
                           folder, env=subprocess_env(OMP_NUM_THREADS="2"))
         out[label] = (folder, res)
     return out
+
+
+@pytest.fixture(scope="module")
+def lora_run(smollm2_checkpoint, tmp_path_factory) -> tuple[Path, Path, dict]:
+    """A LoRA adapter of the real model (2 steps on CNN/DM's train split) and a plain run of
+    the zero-shot task with it loaded back by ``peft=``: (adapter, run folder, results)."""
+    root = tmp_path_factory.mktemp("smollm2_lora")
+    adapter = root / "cnndm-lora"
+    env = subprocess_env(OMP_NUM_THREADS="2")
+    proc = subprocess.run([sys.executable, "-m", "finetune", "--task", TASKS[0], "--base", str(smollm2_checkpoint),
+                           "--method", "lora", "--preset", "domainsum", "--data-dir", str(FIXTURE_DATA),
+                           "--batch-size", "2", "--max-steps", "2", "--learning-rate", "1e-3",
+                           "--report-to", "none", "--output", str(adapter)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = run_lm_eval(["--model", "hf", "--model_args",
+                       f"pretrained={smollm2_checkpoint},peft={adapter},max_length={WINDOW}",
+                       "--tasks", TASKS[0], "--limit", "3", "--log_samples", "--gen_kwargs", f"max_gen_toks={GEN}",
+                       "--metadata", _meta()], root / "run", env=env)
+    return adapter, root / "run", res
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +130,8 @@ def test_counts_equal_what_the_samples_show(runs, label, tokenizer):
 
 def test_a_window_too_small_for_the_fixed_part_is_one_paragraph(smollm2_checkpoint, tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
-         f"pretrained={smollm2_checkpoint},max_length=256", "--include_path", "lm_eval_tasks",
+        [*HARNESS_CLI, "--model", "hf", "--model_args",
+         f"pretrained={smollm2_checkpoint},max_length=256",
          "--tasks", "domainsum_cnndm_2shot", "--limit", "1", "--gen_kwargs", f"max_gen_toks={GEN}",
          "--metadata", _meta(), "--output_path", str(tmp_path)],
         cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
@@ -122,11 +144,24 @@ def test_a_window_too_small_for_the_fixed_part_is_one_paragraph(smollm2_checkpoi
     assert not list(tmp_path.rglob("results_*.json"))
 
 
-def test_report_keeps_chat_and_plain_runs_apart(runs, smollm2_checkpoint, tmp_path):
-    """Same model, two settings: two systems, each compared with itself across shots."""
+def test_lora_adapter_of_the_real_model_loads_back(runs, lora_run):
+    """The adapter changes what the model writes; the prompts are the base run's own."""
+    adapter, folder, res = lora_run
+    tuned, base = own_samples(folder, TASKS[0]), own_samples(runs["plain"][0], TASKS[0])
+    assert [s["arguments"] for s in tuned] == [s["arguments"] for s in base]
+    assert [s["resps"] for s in tuned] != [s["resps"] for s in base]
+    for key in METRICS:
+        assert res["results"][TASKS[0]][f"{key},none"] == pytest.approx(sum(s[key] for s in tuned) / 3, abs=1e-12)
+    card = json.loads((adapter / "run_card.json").read_text())
+    assert card["metrics"]["global_step"] == 2 and card["task"] == TASKS[0]
+
+
+def test_report_keeps_chat_and_plain_runs_apart(runs, lora_run, smollm2_checkpoint, tmp_path):
+    """Same model, two settings: two systems, each compared with itself across shots;
+    the adapter is a third, paired with its base on the documents both ran."""
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "report", str(runs["plain"][0]),
-                           str(runs["chat"][0]), "--out", str(out), "--no-progress"],
+                           str(runs["chat"][0]), str(lora_run[1]), "--out", str(out), "--no-progress"],
                           cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["System"]: r for r in report_table(out, "domainsum_settings")}
@@ -138,3 +173,10 @@ def test_report_keeps_chat_and_plain_runs_apart(runs, smollm2_checkpoint, tmp_pa
         row = rows[system]
         assert (row["n 0-shot"], row["n 2-shot"], row["n shared"]) == ("3", "3", "3")
         assert float(row["Δ BERTScore (2−0)"]) == pytest.approx(100 * (sum(x2) - sum(x0)) / 3, abs=0.005)
+    [tuned] = report_table(out, "domainsum_finetuned")
+    assert tuned["System"] == f"{name} + cnndm-lora" and tuned["Trained on"] == TASKS[0]
+    assert tuned["n"] == tuned["n base"] == tuned["n shared"] == "3"
+    x = [s["bertscore_f1"] for s in own_samples(lora_run[1], TASKS[0])]
+    base = [s["bertscore_f1"] for s in own_samples(runs["plain"][0], TASKS[0])]
+    assert float(tuned["BERTScore"].split()[0]) == pytest.approx(100 * sum(x) / 3, abs=0.005)
+    assert float(tuned["BERTScore base"].split()[0]) == pytest.approx(100 * sum(base) / 3, abs=0.005)
