@@ -55,6 +55,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from custom_metrics import secrets
 from custom_metrics.judge import (
     JudgeConfig,
     JudgeRequestError,
@@ -63,7 +64,6 @@ from custom_metrics.judge import (
     is_empty_generation,
     judge_scores,
     judge_texts,
-    mask_secrets,
     notice_judge_skipped,
 )
 
@@ -372,7 +372,7 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
     def halt(exc: JudgeRequestError) -> str:
         reason = exc.reason or "error"
         halted.append(reason)
-        message = mask_secrets(str(exc), config)
+        message = secrets.mask(str(exc), config)
         errors.append(message)
         log.error("FM: the judge stopped (%s): %s; the pairs left unjudged are counted as failures",
                   reason, message)

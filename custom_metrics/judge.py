@@ -62,9 +62,9 @@ Design, and why:
   sent: score ``None``, counted in ``JudgeStats.empty_skipped``, never a parse
   failure and never a paid call.
 * **Secrets.** Servers may echo the API key in an error body. Every message, log
-  line and exception text we format goes through :func:`mask_secrets`, which
-  replaces the configured key and the ``OPENAI_API_KEY`` / ``DOMSUM_JUDGE_API_KEY``
-  values; cache rows (request and reply) are masked with the same key list.
+  line and exception text we format goes through :func:`custom_metrics.secrets.mask`,
+  which hides the configured key, the ``OPENAI_API_KEY`` / ``DOMSUM_JUDGE_API_KEY``
+  values and URL credentials; cache rows (request, reply, endpoint) are masked the same way.
 * **Scoring** (Liu et al., 2023, "G-Eval", Eq. 1): with log-probabilities, the score
   is the probability-weighted mean of the valid score tokens at the score position
   (the token where :func:`parse_score` reads the reply's score), renormalised over
@@ -113,13 +113,14 @@ import socket
 import sqlite3
 import threading
 import time
-import urllib.parse
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+
+from custom_metrics import secrets
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +151,6 @@ AUTO_LATENCY_FACTOR = 3.0    # timeout >= this x the slowest answer seen so far
 AUTO_QUEUE_BUDGET_S = 15.0   # in flight <= this / probe latency: a serialising server's queue
 TIMEOUT_HINT = ("raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request) or lower "
                 "judge_concurrency / DOMSUM_JUDGE_CONCURRENCY (requests in flight; 1 for a CPU-served model)")
-SECRET_ENV_VARS = ("OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY")
-SECRET_MIN_LEN = 6  # shorter values ("EMPTY", "x") are placeholders; masking them mangles text
-SECRET_MASK = "[api key masked]"
 _OFF_VALUES = {"", "0", "off", "none", "false", "no", "disabled"}
 
 
@@ -186,54 +184,6 @@ class JudgeRequestError(JudgeError):
         self.reason = reason or (f"http_{status}" if status else None)
         self.attempts = attempts
         self.transient = transient
-
-
-# =========================================================================== secrets
-
-
-def _secrets(config: Any = None) -> list[str]:
-    """The key values to hide: the config's, then the environment's, longest first
-    (so a key that contains another is replaced whole)."""
-    values = {getattr(config, "api_key", None)} | {os.environ.get(v) for v in SECRET_ENV_VARS}
-    found: set[str] = set()
-    for v in values:
-        if isinstance(v, str) and len(v.strip()) >= SECRET_MIN_LEN:
-            v = v.strip()
-            # also the forms in which a key can appear inside JSON or a URL
-            found.update({v, json.dumps(v)[1:-1], urllib.parse.quote(v, safe="")})
-    return sorted(found, key=len, reverse=True)
-
-
-def _mask_with(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, SECRET_MASK)
-    return text
-
-
-def mask_secrets(text: Any, config: Any = None) -> str:
-    """``text`` (made a string) with every configured API key replaced by a mask.
-
-    Keys come from ``config.api_key`` and the ``OPENAI_API_KEY`` /
-    ``DOMSUM_JUDGE_API_KEY`` environment variables, because a server may echo the
-    key it was sent (a 401 body) and whatever we format from its reply would then
-    carry it into logs, exceptions and files. Values shorter than
-    :data:`SECRET_MIN_LEN` are placeholders, not secrets, and are left alone.
-    """
-    return _mask_with(text if isinstance(text, str) else str(text), _secrets(config))
-
-
-def _mask_obj(obj: Any, secrets: Sequence[str]) -> Any:
-    """A copy of a JSON-like value with every string masked (error bodies, cache rows)."""
-    if not secrets:
-        return obj
-    if isinstance(obj, str):
-        return _mask_with(obj, secrets)
-    if isinstance(obj, Mapping):
-        return {k: _mask_obj(v, secrets) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_mask_obj(v, secrets) for v in obj]
-    return obj
 
 
 # =========================================================================== config
@@ -997,7 +947,7 @@ class _BatchRun:
         self.mode_lock = asyncio.Lock()
         # None = "auto", not yet known: the batch's first item probes for logprobs.
         self.mode: Mode | None = {"on": "logprobs", "off": "samples"}.get(config.logprobs)
-        self.secrets = _secrets(config)
+        self.secrets = secrets.known(config)
         self.owner = ""
         self.held: set[str] = set()  # keys this run has claimed and not yet answered
         self._heartbeat_task: asyncio.Task | None = None
@@ -1007,8 +957,8 @@ class _BatchRun:
         self.finished = 0  # items whose outcome is counted (scored, parse failure, failed)
 
     def mask(self, text: Any) -> str:
-        """Every error text we format passes here (see :func:`mask_secrets`)."""
-        return mask_secrets(text, self.config)
+        """Every error text we format passes here (see :mod:`custom_metrics.secrets`)."""
+        return secrets.mask(text, self.config)
 
     # ---- client lifecycle
 
@@ -1184,7 +1134,7 @@ class _BatchRun:
                     raise JudgeRequestError(
                         f"judge request rejected with HTTP {exc.status_code} by {cfg.endpoint} "
                         f"(model {cfg.model!r}): {self.mask(exc.message)}", status=exc.status_code,
-                        body=_mask_obj(exc.body, self.secrets)) from None
+                        body=secrets.mask_obj(exc.body, self.secrets)) from None
                 last, hint, reason = exc, _retry_after_s(exc.response), f"http_{exc.status_code}"
             except openai.APITimeoutError as exc:
                 last, reason = exc, "timeout"
@@ -1289,13 +1239,13 @@ class _BatchRun:
     def _store(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int,
                response: dict, draw: int = 0) -> dict:
         """Keep an answer: masked, cached (releasing its claim), counted."""
-        response = _mask_obj(response, self.secrets)
+        response = secrets.mask_obj(response, self.secrets)
         # No await between receiving and storing: once answered, the answer is kept.
         if self.cache is not None:
             record: dict[str, Any] = {"messages": messages, "params": dict(params), "attempt": attempt}
             if draw:
                 record["draw"] = draw
-            request = _mask_obj(record, self.secrets)
+            request = secrets.mask_obj(record, self.secrets)
             self.cache.put(key, self.config.endpoint, self.config.model, request, response)
         self._count(response, cached=False)
         return response

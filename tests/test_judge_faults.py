@@ -22,14 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from custom_metrics.secrets import MASK, mask
 from custom_metrics.judge import (
-    SECRET_MASK,
     JudgeConfig,
     JudgeRequestError,
     JudgeStats,
     cache_key,
     judge_scores,
-    mask_secrets,
     new_owner_id,
     open_cache,
     retire_owner,
@@ -180,7 +179,7 @@ def test_key_echoed_in_401_is_masked_in_error_traceback_and_logs(server, caplog)
     with caplog.at_level(logging.DEBUG):
         with pytest.raises(JudgeRequestError) as info:
             judge_scores([req("x")], (1, 5), cfg(server, api_key=KEY))
-    assert SECRET_MASK in str(info.value) and "401" in str(info.value) and server.url in str(info.value)
+    assert MASK in str(info.value) and "401" in str(info.value) and server.url in str(info.value)
     assert not _leaks(str(info.value))
     assert not _leaks(json.dumps(info.value.body))
     assert not _leaks("".join(traceback.format_exception(info.value)))  # no unmasked cause chained
@@ -201,7 +200,7 @@ def test_key_echoed_by_a_retryable_error_is_masked_in_logs_stats_and_cache(serve
     with caplog.at_level(logging.DEBUG):
         res = judge_scores([req("echo"), req("reply")], (1, 5), cfg(server, path, api_key=api_key))
     assert res.reasons == ["http_503", None] and res.scores[1] == 4.0
-    assert any(SECRET_MASK in r.getMessage() for r in caplog.records)
+    assert any(MASK in r.getMessage() for r in caplog.records)
     assert not any(_leaks(r.getMessage()) for r in caplog.records)
     assert not _leaks(json.dumps(res.replies)) and not _leaks(json.dumps(res.stats.as_dict()))
     open_cache(path)._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -211,12 +210,12 @@ def test_key_echoed_by_a_retryable_error_is_masked_in_logs_stats_and_cache(serve
 
 def test_mask_secrets_helper(monkeypatch):
     config = JudgeConfig(model="m", base_url="http://h/v1", api_key=KEY, cache_path=None)
-    assert mask_secrets(f"Bearer {KEY}!", config) == f"Bearer {SECRET_MASK}!"
+    assert mask(f"Bearer {KEY}!", config) == f"Bearer {MASK}!"
     monkeypatch.setenv("OPENAI_API_KEY", "env-key-456789")
     monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "judge-key-987654")
-    assert mask_secrets("a env-key-456789 b judge-key-987654 c") == f"a {SECRET_MASK} b {SECRET_MASK} c"
-    assert mask_secrets("the test suite", JudgeConfig(model="m", api_key="test", cache_path=None)) == "the test suite"
-    assert mask_secrets(42) == "42"
+    assert mask("a env-key-456789 b judge-key-987654 c") == f"a {MASK} b {MASK} c"
+    assert mask("the test suite", JudgeConfig(model="m", api_key="test", cache_path=None)) == "the test suite"
+    assert mask(42) == "42"
 
 
 # ----------------------------------------------------------------- 3. empty generations
