@@ -294,7 +294,7 @@ class JudgeConfig:
         timeout or concurrency sized per batch (the sizes used are in
         :attr:`JudgeStats.sizing`)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
-        d["base_url"] = self.endpoint
+        d["base_url"] = secrets.mask(self.endpoint, self)
         for name in ("max_concurrency", "timeout_s"):
             if d[name] is None:
                 d[name] = "auto"
@@ -527,6 +527,28 @@ def open_cache(path: str | os.PathLike) -> JudgeCache:
         return cache
 
 
+def _usable_cache(config: JudgeConfig, stats: JudgeStats) -> JudgeCache | None:
+    """The judge cache, or None (judging goes on without it) when it cannot be used.
+
+    Why not an error: a cache that is corrupt, locked, read-only or a folder would
+    otherwise stop the run after generation and cost the user their generations; without
+    a cache every request is still made and scored, only not kept for a rerun. Said once
+    on the log and recorded (``cache_unusable`` in the judge's usage).
+    """
+    if not config.cache_path:
+        return None
+    try:
+        return open_cache(config.cache_path)
+    except (sqlite3.Error, OSError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        if stats.cache_unusable is None:
+            log.warning("judge: the cache %s cannot be used (%s); judging without a cache, so replies are "
+                        "not kept for a rerun. Fix or remove the file, or set judge_cache to another path "
+                        "(or off).", config.cache_path, why)
+        stats.cache_unusable = f"{config.cache_path}: {why}"
+        return None
+
+
 # =========================================================================== scoring
 
 
@@ -695,6 +717,8 @@ class JudgeStats:
     cached_completion_tokens: int = 0
     wall_s: float = 0.0
     sizing: list[dict[str, Any]] = field(default_factory=list)
+    #: why the judge cache could not be used (judged without it), else None
+    cache_unusable: str | None = None
 
     def count_failure(self, reason: str, tries: int, n: int = 1) -> None:
         if n <= 0:
@@ -747,6 +771,8 @@ class JudgeStats:
             line += f"; {self.empty_skipped} empty {noun} skipped (not sent)"
         if self.failed.get("timeout"):
             line += f"; to avoid timeouts {TIMEOUT_HINT}"
+        if self.cache_unusable:
+            line += "; judged without a cache (it cannot be used: see cache_unusable)"
         if self.choices_short:
             line += (f"; {self.choices_short} judge replies held fewer choices than asked "
                      f"({self.choices_missing} missing, made up with {self.sample_topups} single-choice requests)")
@@ -1246,7 +1272,8 @@ class _BatchRun:
             if draw:
                 record["draw"] = draw
             request = secrets.mask_obj(record, self.secrets)
-            self.cache.put(key, self.config.endpoint, self.config.model, request, response)
+            self.cache.put(key, secrets.mask(self.config.endpoint, self.config), self.config.model, request,
+                           response)
         self._count(response, cached=False)
         return response
 
@@ -1503,7 +1530,7 @@ async def _judge_batch(make_run: Callable[[JudgeConfig, JudgeStats, JudgeCache |
     stats.empty_skipped += len(requests) - len(todo)
     items = [_ItemScore(None, None, [], "empty") for _ in requests]
     if todo:
-        cache = open_cache(config.cache_path) if config.cache_path else None
+        cache = _usable_cache(config, stats)
         t0 = time.perf_counter()
         try:
             async with make_run(config, stats, cache) as run:

@@ -25,6 +25,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 NAN = float("nan")
@@ -307,8 +308,6 @@ def _vocabulary(ctx: Context) -> tuple[str, list[str]]:
     domain has no vocabulary under ``vocab_dir``); otherwise the benchmark/subset file
     under ``vocab_dir`` is used, as in a harness run.
     """
-    from pathlib import Path
-
     from custom_metrics.dvo import VocabularyNotFoundError, load_vocabulary, vocabulary_path
 
     given = ctx.options.get("vocabulary_file")
@@ -377,11 +376,13 @@ def check_endpoint(config: Any, timeout_s: float = 5.0) -> None:
     except urllib.error.HTTPError:
         return
     except (urllib.error.URLError, OSError) as exc:
+        from custom_metrics import secrets
+
         reason = getattr(exc, "reason", exc)
-        raise ScorerUnavailable(
+        raise ScorerUnavailable(secrets.mask(
             f"judge endpoint {base} does not answer ({reason}); set metadata 'judge_base_url' or "
             f"$OPENAI_BASE_URL to a running OpenAI-compatible server, or unset judge_model / "
-            f"$DOMSUM_JUDGE_MODEL to leave the judge metrics out") from exc
+            f"$DOMSUM_JUDGE_MODEL to leave the judge metrics out", config)) from exc
 
 
 def _judge_of(ctx: Context) -> Any:
@@ -404,7 +405,9 @@ def _judge_describe(ctx: Context) -> dict[str, Any]:
 
     if ctx.judge is None:
         return {}
-    return {"judge_model_used": ctx.judge.model, "judge_base_url_used": ctx.judge.endpoint,
+    from custom_metrics import secrets
+
+    return {"judge_model_used": ctx.judge.model, "judge_base_url_used": secrets.mask(ctx.judge.endpoint),
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
 
@@ -470,6 +473,43 @@ JUDGE = Family(
 FM_DETAIL_FIELDS = ("fractions", "ratings", "reference_facets", "candidate_facets", "failure")
 
 
+#: the FM details file asked for -> the file this process appends to
+_FM_DETAILS: dict[str, Path] = {}
+
+
+def fm_details_file(asked: str) -> Path:
+    """Where this process writes FM details asked for at ``asked``.
+
+    Every task of one run appends to one file; a file an earlier run wrote is never
+    replaced: the rows go to the first free ``<stem>.<n><suffix>`` beside it, recorded
+    as ``fm_details_written``.
+    """
+    if asked not in _FM_DETAILS:
+        path = Path(asked).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            try:
+                with open(path, "x", encoding="utf-8"):
+                    break
+            except FileExistsError:
+                n += 1
+                path = Path(asked).expanduser().with_name(f"{Path(asked).stem}.{n}{Path(asked).suffix}")
+        _FM_DETAILS[asked] = path
+    return _FM_DETAILS[asked]
+
+
+def _finite_or_none(obj: Any) -> Any:
+    """NaN and infinities as None, so the details file is strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_none(v) for v in obj]
+    return obj
+
+
 def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     """FM and its vanilla baseline per document.
 
@@ -481,7 +521,6 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     so re-scoring can show why every score is what it is.
     """
     import json
-    from pathlib import Path
 
     from custom_metrics.fm import EXTRACT_MAX_TOKENS, fm_scores
 
@@ -496,12 +535,12 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
                       fm_vanilla_failures=res["vanilla_failures"])
     details = ctx.settings.get("fm_details")
     if details:
-        path = Path(details).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        path = fm_details_file(str(details))
+        with open(path, "a", encoding="utf-8") as fh:
             for extra, item in zip(batch.extras, res["per_item"]):
-                fh.write(json.dumps({"task": extra.get("task"), "id": extra.get("id"), **item},
-                                    ensure_ascii=False) + "\n")
+                row = _finite_or_none({"task": extra.get("task"), "id": extra.get("id"), **item})
+                fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        ctx.record["fm_details_written"] = str(path)
     per = res["per_item"]
     out: dict[str, list] = {"fm": _nan_if_none([p["fm"] for p in per]),
                             "fm_vanilla": _nan_if_none([p["fm_vanilla"] for p in per]),

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from custom_metrics import secrets
 from lm_eval_tasks import include_path
 
 CARD_NAME = "run_card.json"
@@ -63,6 +64,9 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     so it runs from any directory) and logs per-document samples to ``OUTPUT/eval``, the
     folder to give ``domsum report``.
     """
+    base = str(Path(base).resolve()) if Path(base).exists() else base  # a local base, from any directory
+    metadata = {k: (str(Path(v).resolve()) if k.endswith("_dir") and isinstance(v, str) and Path(v).exists()
+                    else v) for k, v in (metadata or {}).items()}
     margs = f"pretrained={base},peft={output}" if method == "lora" else f"pretrained={output}"
     if kind == "seq2seq":
         margs += ",backend=seq2seq"
@@ -70,7 +74,7 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
             "--tasks", task, "--log_samples", "--output_path", str(Path(output) / EVAL_DIR)]
     if metadata:
         args += ["--metadata", json.dumps(metadata)]
-    return shlex.join(args)
+    return secrets.mask(shlex.join(args))
 
 
 def loss_curves(log_history: list[dict]) -> dict[str, Any]:
@@ -86,7 +90,8 @@ def write_card(path: Path, card: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(card, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    card = secrets.mask_obj(json.loads(json.dumps(card, ensure_ascii=False, default=str)))
+    tmp.write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
 

@@ -107,6 +107,12 @@ class FinetuneConfig:
         need(self.eval_strategy in STRATEGIES, f"eval_strategy must be one of {STRATEGIES}, got {self.eval_strategy!r}")
         need(self.lr_scheduler in SCHEDULERS, f"lr_scheduler must be one of {SCHEDULERS}, got {self.lr_scheduler!r}")
         need(isinstance(self.metadata, dict), "metadata must be a JSON object")
+        from lm_eval_tasks.settings import SettingError, check_metadata
+
+        try:
+            check_metadata(self.metadata, "finetune metadata")
+        except SettingError as exc:
+            raise ConfigError(str(exc)) from None
         for name in ("batch_size", "grad_accum", "max_length", "max_target_length", "lora_r",
                      "logging_steps"):
             need(int(getattr(self, name)) >= 1, f"{name} must be >= 1, got {getattr(self, name)!r}")

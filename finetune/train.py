@@ -28,6 +28,7 @@ only the main process writes the card, deletes checkpoints and prints notices.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import shutil
@@ -83,6 +84,50 @@ def resolve_report_to(value: str, decisions: dict) -> list[str]:
     return out
 
 
+def check_checkpoint(path: Path) -> None:
+    """A checkpoint the Trainer can resume from, or a ConfigError naming what is damaged.
+
+    Why before training: a checkpoint cut short by a killed job (an empty or truncated
+    weights file, a broken ``trainer_state.json``) otherwise fails deep inside the
+    Trainer with a traceback about tensors.
+    """
+    def damaged(why: str) -> ConfigError:
+        return ConfigError(f"checkpoint {path} is damaged ({why}); remove that folder to resume from the one "
+                           f"before it, or pass --overwrite to start over")
+
+    state = path / "trainer_state.json"
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise damaged("no trainer_state.json") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise damaged(f"trainer_state.json unreadable: {exc}") from None
+    weights = sorted([*path.glob("*.safetensors"), *path.glob("pytorch_model*.bin"), *path.glob("adapter_model.bin")])
+    if not weights:
+        raise damaged("no weights file (*.safetensors, pytorch_model*.bin, adapter_model.bin)")
+    for w in weights:
+        if w.suffix == ".safetensors":
+            try:
+                from safetensors import safe_open
+
+                with safe_open(str(w), framework="pt") as fh:
+                    list(fh.keys())
+            except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
+                raise damaged(f"{w.name} unreadable: {exc}") from None
+
+
+def ensure_writable(out: Path) -> None:
+    """The output folder exists and takes files, or a ConfigError before any model loads."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"cannot write to the output folder {out} ({exc.strerror or exc}); choose another "
+                          f"--output") from None
+
+
 def prepare_output(out: Path, resume: str | bool | None, overwrite: bool, is_main: bool) -> str | None:
     """Check the output directory; return the checkpoint to resume from (or None)."""
     from transformers.trainer_utils import get_last_checkpoint
@@ -96,10 +141,12 @@ def prepare_output(out: Path, resume: str | bool | None, overwrite: bool, is_mai
                 p = ckpts / resume
             if not p.is_dir():
                 raise ConfigError(f"--resume {resume}: no such checkpoint directory")
+            check_checkpoint(p)
             return str(p)
         if last is None:
             notice(f"--resume: no checkpoint under {ckpts}; starting from the base model")
         else:
+            check_checkpoint(Path(last))
             notice(f"resuming from {last}")
         return last
     finished = (out / CARD_NAME).is_file()
@@ -273,10 +320,10 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
     state = PartialState(cpu=not cuda_available())
     is_main = state.is_main_process
     out = Path(cfg.output).resolve()
+    if is_main:
+        ensure_writable(out)
     resume_from = prepare_output(out, resume, overwrite, is_main)
     state.wait_for_everyone()
-    if is_main:
-        out.mkdir(parents=True, exist_ok=True)
     card = base_card(cfg, argv)
     set_seed(cfg.seed)
 

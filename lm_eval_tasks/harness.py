@@ -45,7 +45,7 @@ from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
-from custom_metrics import registry
+from custom_metrics import registry, secrets
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
@@ -64,6 +64,10 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (DataError, settings.SettingError, ScorerUnavailableError)
 
 
+#: generations files this process saved before judging (named again if the run is interrupted)
+SAVED_GENERATIONS: list[str] = []
+
+
 def _suite_excepthook(previous: Callable) -> Callable:
     """An excepthook that prints the suite's own input errors as one paragraph.
 
@@ -75,6 +79,11 @@ def _suite_excepthook(previous: Callable) -> Callable:
     def hook(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
         if isinstance(exc, _user_errors()):
             sys.stderr.write(f"error: {exc}\n")
+            return
+        if isinstance(exc, KeyboardInterrupt) and SAVED_GENERATIONS:
+            sys.stderr.write("interrupted; the generations were saved before judging: "
+                             + ", ".join(SAVED_GENERATIONS) + ". Finish the scoring with `domsum rescore FILE` "
+                             "(the judge cache holds every answer already paid for).\n")
             return
         previous(kind, exc, tb)
 
@@ -172,6 +181,26 @@ def _calling_backend(chat_template: Any) -> Any:
     return None
 
 
+def _model_arg_keys() -> set[str] | None:
+    """The ``--model_args`` keys of this run, or None when they cannot be found.
+
+    Why: lm-eval 0.4.13 merges the model's arguments into every task's metadata, so a
+    task cannot tell ``pretrained`` from a misspelled setting by the metadata alone;
+    ``simple_evaluate`` holds them in its local ``model_args`` while it builds the tasks.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
+            args = frame.f_locals["model_args"]
+            if isinstance(args, dict):
+                return set(args)
+            if isinstance(args, str):
+                return {part.split("=", 1)[0].strip() for part in args.split(",") if "=" in part}
+            return set()
+        frame = frame.f_back
+    return None
+
+
 class SuiteTask(ConfigurableTask):
     """Every leaf task of the suite; what it does comes from its catalogue row."""
 
@@ -182,6 +211,7 @@ class SuiteTask(ConfigurableTask):
         self._loaded_report: dict[str, Any] = {}
         super().__init__(config=cfg)
         self.config.metadata = dict(self.config.metadata or {})
+        settings.check_metadata(self.meta, f"task {self.spec.name} (--metadata)", allowed=_model_arg_keys())
         until = stop_sequences(self.spec, self.meta)
         if until is not None:  # a prompt file's layout brings its own stops
             self.config.generation_kwargs = {**(self.config.generation_kwargs or {}), "until": list(until)}
@@ -215,7 +245,9 @@ class SuiteTask(ConfigurableTask):
         if not loaded.docs:
             raise DataError(f"task {self.spec.name!r}: the test split has no usable record")
         self._loaded_report = loaded.report
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(loaded.docs)})
+        # each sample names its task: `domsum rescore` reads it rather than trusting a file name
+        docs = [{**doc, "suite_task": self.spec.name} for doc in loaded.docs]
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
         self.task_docs = self.dataset["test"]
 
     def _start_fitting(self, backend: Any) -> None:
@@ -378,9 +410,48 @@ class SuiteTask(ConfigurableTask):
                 pred = clean_prediction(resp)
                 seen.setdefault((str(inst.doc.get("id", "")), pred), inst.doc)
         self._generation_report()
+        if any("judge" in registry.get(name).needs for name in self._families):
+            self._save_generations()
         self._scores = {}
         self._score_items(seen)
         self._merge_ranks()
+
+    def _save_generations(self) -> None:
+        """Write this rank's generations before judging starts, as a samples file.
+
+        Why: lm-eval writes samples only after every metric is computed, so a judge
+        interrupted (Ctrl-C, a killed job) would cost every generation. The file has the
+        harness's samples layout, so ``domsum rescore FILE --metrics judge`` finishes the
+        judging, paying only for what the judge cache does not hold yet.
+        """
+        folder = str(settings.resolve(self.meta, "generations_dir") or "")
+        if folder.strip().lower() in ("", "off", "none", "false", "0"):
+            return
+        from datetime import datetime
+        from pathlib import Path
+
+        group = _process_group()
+        rank = f"_rank{group.get_rank()}" if group is not None else ""
+        stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
+        path = Path(folder).expanduser() / f"samples_{self.spec.name}_{stamp}{rank}.jsonl"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "x", encoding="utf-8") as fh:
+                for inst in self.instances:
+                    for filter_name, resp in (inst.filtered_resps or {}).items():
+                        row = {"doc_id": inst.doc_id, "doc": inst.doc, "target": self.doc_to_target(inst.doc),
+                               "arguments": {"gen_args_0": {"arg_0": inst.args[0]}}, "resps": [inst.resps],
+                               "filtered_resps": [resp], "filter": filter_name}
+                        fh.write(json.dumps(secrets.mask_obj(row), ensure_ascii=False, default=str) + "\n")
+        except OSError as exc:
+            log.warning("task %s: could not save the generations before judging (%s); they are written with "
+                        "the samples at the end of the run", self.spec.name, exc)
+            return
+        self._loaded_report["generations_saved"] = str(path)
+        SAVED_GENERATIONS.append(str(path))
+        log.warning("task %s: generations saved to %s before judging; if judging is interrupted, finish it "
+                    "with `domsum rescore %s` (answers in the judge cache are not paid again)",
+                    self.spec.name, path, path)
 
     def _merge_ranks(self) -> None:
         """Make this rank's record of the run the whole run's (a no-op in a single process).
@@ -589,7 +660,7 @@ class SuiteTask(ConfigurableTask):
         meta = dict(cfg.get("metadata") or {})
         meta.update(json.loads(json.dumps(self.run_record(), default=str)))
         cfg["metadata"] = meta
-        return cfg
+        return secrets.redact(cfg)
 
 
 # ---------------------------------------------------------------------- the CLI, suite only

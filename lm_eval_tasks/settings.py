@@ -9,15 +9,19 @@ run actually used.
 
 Precedence: ``--metadata '{"key": value}'`` (or a command's flag) > the row's
 environment variable > the row's default. An empty string counts as unset. A value
-that does not convert to the row's type is an error naming the key and the variable.
-Secrets (the judge API key) are read from the environment only, never from metadata,
-because metadata is written into results files.
+that does not convert to the row's type, or falls outside its range or choices, is an
+error naming the key, the value and what is allowed; an unknown key is an error naming
+the nearest setting (:func:`check_metadata`). Secrets (the judge API key) are read from
+the environment only: given in metadata, which is written into results files, they are
+an error.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +41,41 @@ def _bool(value: Any) -> bool:
     raise ValueError(value)
 
 
+def _int(value: Any) -> int:
+    """An integer, strictly: ``2.5``, ``"2.5"`` and ``True`` are not silently truncated."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise ValueError(value)
+    return int(str(value).strip())
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(value)
+    return float(value)
+
+
+def _words_or_map(value: Any) -> int | dict[str, int]:
+    """A word count, or ``{name: count}`` (JSON text or a mapping), every count >= 1."""
+    value = _json_or_str(value)
+    if isinstance(value, Mapping):
+        out = {str(k): _int(v) for k, v in value.items()}
+        if any(v < 1 for v in out.values()):
+            raise ValueError(value)
+        return out
+    n = _int(value)
+    if n < 1:
+        raise ValueError(value)
+    return n
+
+
 def _json_or_str(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in "[{":
-        import json
-
         return json.loads(value)
     return value
 
@@ -56,11 +91,39 @@ class Setting:
     doc: str
     group: str
     secret: bool = False
+    #: inclusive bounds for numbers, or the allowed values (compared lower-case)
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+    #: the lowest value is excluded (a ratio that must be positive)
+    low_open: bool = False
+
+    def check(self, value: Any) -> str | None:
+        """Why ``value`` (already of the row's type) is out of range; None when it is fine."""
+        if self.choices is not None and str(value).strip().lower() not in self.choices:
+            return f"one of {', '.join(self.choices)}"
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+            too_high = self.high is not None and value > self.high
+            if too_low or too_high or value != value:  # NaN is in no range
+                return self.range_text
+        return None
+
+    @property
+    def range_text(self) -> str:
+        lo = "" if self.low is None else (f"> {self.low:g}" if self.low_open else f">= {self.low:g}")
+        hi = "" if self.high is None else f"<= {self.high:g}"
+        if self.choices is not None:
+            return f"one of {', '.join(self.choices)}"
+        return " and ".join(x for x in (lo, hi) if x) or "any value"
 
     @property
     def type_name(self) -> str:
-        return {int: "int", float: "float", str: "str", _bool: "bool", _json_or_str: "json/str"}.get(
-            self.kind, getattr(self.kind, "__name__", "value"))
+        name = {_int: "int", _float: "float", str: "str", _bool: "bool", _json_or_str: "json/str",
+                _words_or_map: "int or {name: int}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
+        if self.choices is not None:
+            return f"{name}: {' / '.join(self.choices)}"
+        return name if self.range_text == "any value" else f"{name} {self.range_text}"
 
 
 def _rows() -> list[Setting]:
@@ -80,42 +143,42 @@ def _rows() -> list[Setting]:
         S("data_dir", "DOMSUM_DATA_DIR", str, None,
           "Local mirror root `DIR/<benchmark>/<subset>/<split>.jsonl`; unset = the hub.", "data"),
         S("hub_path", None, str, None, "Another hub copy of a subset's dataset (same columns).", "data"),
-        S("sample_test", None, int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
-          "data"),
-        S("sample_seed", None, int, 42, "Seed of `sample_test`.", "data"),
-        S("fewshot_seed", None, int, 1234, "Seed of the per-document demonstration draw.", "data"),
+        S("sample_test", None, _int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
+          "data", low=1),
+        S("sample_seed", None, _int, 42, "Seed of `sample_test`.", "data"),
+        S("fewshot_seed", None, _int, 1234, "Seed of the per-document demonstration draw.", "data"),
         S("column_map", None, _json_or_str, None, "CCSBench: `{canonical: column}` for other column names.",
           "data"),
         S("prompt_tokenizer", "DOMSUM_PROMPT_TOKENIZER", str, None,
           "Tokenizer (hub id or path) whose tokens budget the document inside the prompt.", "data"),
-        S("max_doc_words", None, int, None, "Document budget in words (default: per benchmark).", "data"),
-        S("max_doc_tokens", None, int, None, "Document budget in `prompt_tokenizer` tokens.", "data"),
-        S("chars_per_token", "DOMSUM_CHARS_PER_TOKEN", float, 3.0,
+        S("max_doc_words", None, _int, None, "Document budget in words (default: per benchmark).", "data", low=1),
+        S("max_doc_tokens", None, _int, None, "Document budget in `prompt_tokenizer` tokens.", "data", low=1),
+        S("chars_per_token", "DOMSUM_CHARS_PER_TOKEN", _float, 3.0,
           "Characters per token assumed when fitting prompts for an API model without a tokenizer "
-          "(lower is safer).", "data"),
-        S("max_demo_words", None, int, None, "Per-demonstration budget in words (default: per benchmark).",
-          "data"),
-        S("max_demo_tokens", None, int, None, "Per-demonstration budget in `prompt_tokenizer` tokens.", "data"),
-        S("max_demo_summary_words", None, int, None, "AdaptEval: per-demonstration summary budget.", "data"),
-        S("filter_extractive_overlap", None, float, 0.9,
+          "(lower is safer).", "data", low=0, low_open=True),
+        S("max_demo_words", None, _int, None, "Per-demonstration budget in words (default: per benchmark).",
+          "data", low=1),
+        S("max_demo_tokens", None, _int, None, "Per-demonstration budget in `prompt_tokenizer` tokens.", "data", low=1),
+        S("max_demo_summary_words", None, _int, None, "AdaptEval: per-demonstration summary budget.", "data", low=1),
+        S("filter_extractive_overlap", None, _float, 0.9,
           "AdaptEval filter: drop pairs with at least this share of summary trigrams in the document (> 1: off).",
-          "data"),
-        S("filter_max_doc_words", None, int, 15000, "AdaptEval filter: longest document kept.", "data"),
-        S("filter_max_summary_words", None, _json_or_str, {"arxiv": 500, "pubmed": 500, "govreport": 1500},
+          "data", low=0),
+        S("filter_max_doc_words", None, _int, 15000, "AdaptEval filter: longest document kept.", "data", low=1),
+        S("filter_max_summary_words", None, _words_or_map, {"arxiv": 500, "pubmed": 500, "govreport": 1500},
           "AdaptEval filter: longest summary kept (a number or `{domain: n}`).", "data"),
-        S("filter_min_summary_words", None, int, 5, "AdaptEval filter: shortest summary kept.", "data"),
+        S("filter_min_summary_words", None, _int, 5, "AdaptEval filter: shortest summary kept.", "data", low=0),
         S("ccs_prompt_file", "DOMSUM_CCS_PROMPT_FILE", str, None,
           "CCSBench: JSON file replacing the built-in prompt texts.", "data"),
         S("adapteval_prompt_variant", "DOMSUM_ADAPTEVAL_PROMPT_VARIANT", str, "paper",
           "AdaptEval generation prompt: `paper` (Table 7) or `release` (`prompt_0` of the released "
-          "prediction files).", "data"),
+          "prediction files).", "data", choices=("paper", "release")),
         # encoders and models
         S("bertscore_model", "DOMSUM_BERTSCORE_MODEL", str, None,
           "BERTScore encoder (hub id or local dir); unset = bert-score's English default (roberta-large).",
           "scorers"),
-        S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", int, None,
-          "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers"),
-        S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", int, 64, "BERTScore batch size.", "scorers"),
+        S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", _int, None,
+          "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers", low=1),
+        S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", _int, 64, "BERTScore batch size.", "scorers", low=1),
         S("score_cache_dir", "DOMSUM_SCORE_CACHE", str, "~/.cache/domsum/scores",
           "Folder caching reference-side work across runs (BERTScore reference embeddings, keyed by "
           "encoder, weights, layer, max length and text); `off` disables.", "scorers"),
@@ -126,19 +189,19 @@ def _rows() -> list[Setting]:
           "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers"),
         S("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
           "medqsum: scientific BERTScore encoder.", "scorers"),
-        S("sci_bertscore_layers", "DOMSUM_SCI_BERTSCORE_LAYERS", int, None,
-          "medqsum: scientific BERTScore layer.", "scorers"),
+        S("sci_bertscore_layers", "DOMSUM_SCI_BERTSCORE_LAYERS", _int, None,
+          "medqsum: scientific BERTScore layer.", "scorers", low=1),
         S("blanc_model", "DOMSUM_BLANC_MODEL", str, BLANC_MODEL, "medqsum: BLANC masked LM.", "scorers"),
-        S("blanc_tune_epochs", "DOMSUM_BLANC_TUNE_EPOCHS", int, None, "medqsum: BLANC-tune epochs.", "scorers"),
+        S("blanc_tune_epochs", "DOMSUM_BLANC_TUNE_EPOCHS", _int, None, "medqsum: BLANC-tune epochs.", "scorers", low=0),
         S("ppl_model", "DOMSUM_PPL_MODEL", str, PPL_MODEL, "medqsum: perplexity language model.", "scorers"),
         S("mauve_model", "DOMSUM_MAUVE_MODEL", str, MAUVE_MODEL, "medqsum: MAUVE featurizer.", "scorers"),
-        S("metric_batch_size", "DOMSUM_METRIC_BATCH_SIZE", int, 16, "medqsum: model batch size.", "scorers"),
+        S("metric_batch_size", "DOMSUM_METRIC_BATCH_SIZE", _int, 16, "medqsum: model batch size.", "scorers", low=1),
         S("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", _json_or_str, None,
           "medqsum: comma list of battery families to run (default all).", "scorers"),
-        S("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers"),
-        S("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", int, FM_EXTRACT_MAX_TOKENS,
+        S("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers", choices=("zero", "few")),
+        S("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", _int, FM_EXTRACT_MAX_TOKENS,
           "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
-          "slow or rambling judge.", "scorers"),
+          "slow or rambling judge.", "scorers", low=1),
         S("fm_details", None, str, None, "FM: JSONL path receiving each document's facets and ratings.",
           "scorers"),
         # judge
@@ -146,27 +209,30 @@ def _rows() -> list[Setting]:
           "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge"),
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
-        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", int, judge["max_concurrency"].default,
+        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", _int, judge["max_concurrency"].default,
           "Judge requests in flight; unset = sized from the first request's latency (about 15 s / latency, "
-          "between 1 and 8).", "judge"),
+          "between 1 and 8).", "judge", low=1),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge"),
         S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,
-          "Score from the rating's token probabilities: on, off, auto.", "judge"),
-        S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
-          "judge"),
-        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", float, judge["timeout_s"].default,
+          "Score from the rating's token probabilities: on, off, auto.", "judge", choices=("on", "off", "auto", "true", "false", "1", "0", "yes", "no")),
+        S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", _int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
+          "judge", low=1),
+        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", _float, judge["timeout_s"].default,
           "Seconds per judge request; unset = sized from the first request's latency (at least 60; the "
-          "first request waits up to 300).", "judge"),
-        S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge"),
+          "first request waits up to 300).", "judge", low=0, low_open=True),
+        S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", _int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge", low=0),
         S("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, "paper",
           "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "
-          "(`gpt4-eval.py`) or `suite` (G-Eval layout for all three, score only).", "judge"),
+          "(`gpt4-eval.py`) or `suite` (G-Eval layout for all three, score only).", "judge", choices=("paper", "release", "suite")),
         S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
           "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True),
         # run behaviour
         S("preflight", "DOMSUM_PREFLIGHT", _bool, True,
           "Check encoders, vocabularies and the judge endpoint before any generation.", "run"),
+        S("generations_dir", "DOMSUM_GENERATIONS_DIR", str, "~/.cache/domsum/generations",
+          "Folder where judged tasks save their generations before judging starts (a samples file "
+          "`domsum rescore` reads; `off` disables).", "run"),
         S("progress", PROGRESS_ENV, _bool, True,
           "Progress bars on stderr while metrics are scored (the commands' `--no-progress`).", "run"),
     ]
@@ -193,11 +259,52 @@ def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -
     value, source = _raw(metadata, row)
     if source == "default":
         return row.default if default is None else default
+    where = f"metadata {key!r}" if source == "metadata" else f"${row.env}"
+    shown = "(hidden)" if row.secret else repr(value)
     try:
-        return row.kind(value)
-    except (TypeError, ValueError):
-        where = f"metadata {key!r}" if source == "metadata" else f"${row.env}"
-        raise SettingError(f"setting {key!r} ({where}) must be {row.type_name}, got {value!r}") from None
+        converted = row.kind(value)
+    except (TypeError, ValueError, json.JSONDecodeError):
+        raise SettingError(f"setting {key!r} ({where}) must be {row.type_name}, got {shown}") from None
+    problem = row.check(converted)
+    if problem:
+        raise SettingError(f"setting {key!r} ({where}) must be {problem}, got {shown}")
+    return converted
+
+
+#: keys a task's metadata holds beside the settings: the task YAMLs' own, and lm-eval's
+TASK_METADATA_KEYS = frozenset({"version", "paper", "config_source"})
+
+
+def check_metadata(metadata: Mapping[str, Any] | None, where: str,
+                   allowed: Collection[str] | None = frozenset()) -> None:
+    """Every key given is a known setting with a value of its type and range.
+
+    Why: a misspelled key (``data_dri``) or an out-of-range value (``max_doc_words``
+    0) used to be ignored or used as given, and the run went on with numbers nobody
+    asked for. ``allowed``: other keys that belong there (the model's arguments, which
+    lm-eval merges into every task's metadata); None when they cannot be known, and
+    then only a key that is a near miss of a setting is an error.
+    """
+    for key, value in (metadata or {}).items():
+        if key in SETTINGS and SETTINGS[key].secret:
+            from custom_metrics import secrets
+
+            secrets.register(value)  # whatever prints this run's arguments hides it from now on
+            raise SettingError(f"{where}: {key!r} must not be given in metadata, which is written into "
+                               f"results files and run cards; set ${SETTINGS[key].env} (or $OPENAI_API_KEY) "
+                               f"in the environment instead.")
+        if key in SETTINGS:
+            if value not in (None, ""):
+                resolve({key: value}, key)
+            continue
+        if key in TASK_METADATA_KEYS or (allowed is not None and key in allowed):
+            continue
+        near = difflib.get_close_matches(key, list(SETTINGS), n=1, cutoff=0.75)
+        if allowed is None and not near:
+            continue
+        hint = f"; did you mean {near[0]!r}?" if near else "."
+        raise SettingError(f"{where}: unknown setting {key!r}{hint} The settings are listed in README "
+                           f"(Settings) and in lm_eval_tasks/settings.py.")
 
 
 def source_of(metadata: Mapping[str, Any] | None, key: str) -> str:

@@ -52,6 +52,9 @@ os.environ.update(OFFLINE)
 #: BERTScore's reference cache for this session only: tests never write to the user's cache
 SCORE_CACHE = tempfile.mkdtemp(prefix="domsum-test-scores-")
 os.environ["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
+#: generations judged tasks save before judging: a session folder, never the user's
+GENERATIONS = tempfile.mkdtemp(prefix="domsum-test-generations-")
+os.environ["DOMSUM_GENERATIONS_DIR"] = GENERATIONS
 
 
 def minilm_dir() -> str:
@@ -96,6 +99,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOMSUM_")}
     env.update(OFFLINE)
     env["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
+    env["DOMSUM_GENERATIONS_DIR"] = GENERATIONS
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env

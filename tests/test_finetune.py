@@ -301,6 +301,25 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny_causal_lm, fix
         [h["loss"] for h in third["metrics"]["train_loss_history"]], abs=1e-5)
 
 
+def test_damaged_checkpoints_and_unwritable_output_are_named_before_training(tmp_path, tiny_causal_lm,
+                                                                            fixture_data_dir):
+    kw = dict(eval_strategy="no", lr_scheduler="constant")
+    out = tmp_path / "run"
+    train(out, tiny_causal_lm, fixture_data_dir, max_steps=2, save_steps=2, keep_checkpoints=True, **kw)
+    ckpt = out / "checkpoints" / "checkpoint-2"
+    (ckpt / "adapter_model.safetensors").write_bytes(b"\x00" * 10)  # cut short by a killed job
+    with pytest.raises(ConfigError, match=r"checkpoint .*checkpoint-2 is damaged \(adapter_model.safetensors "
+                                          r"unreadable.*remove that folder"):
+        train(out, tiny_causal_lm, fixture_data_dir, max_steps=4, resume=True, **kw)
+    (ckpt / "trainer_state.json").write_text('{"global_step": 2, ')
+    with pytest.raises(ConfigError, match="trainer_state.json unreadable"):
+        train(out, tiny_causal_lm, fixture_data_dir, max_steps=4, resume=True, **kw)
+    blocked = tmp_path / "a_file"
+    blocked.write_text("x")
+    with pytest.raises(ConfigError, match="cannot write to the output folder"):
+        train(blocked / "out", tiny_causal_lm, fixture_data_dir, max_steps=1, **kw)
+
+
 # ---------------------------------------------------------------------- clear failures
 
 

@@ -551,7 +551,7 @@ def test_resolve_metadata_first_then_environment(monkeypatch, tmp_path):
     assert judge_config({}).cache_path == str(tmp_path / "env.sqlite")
     with pytest.raises(JudgeConfigError, match="judge_concurrency"):
         judge_config({"judge_model": "m", "judge_concurrency": "many"})
-    with pytest.raises(JudgeConfigError, match="max_concurrency"):
+    with pytest.raises(JudgeConfigError, match="'judge_concurrency' .* must be >= 1, got 0"):
         judge_config({"judge_model": "m", "judge_concurrency": 0})
 
 
@@ -663,7 +663,7 @@ def test_rescore_cli(server, tmp_path):
     assert summary["judge"]["judge_mode"]["coherence"] == "logprobs"
     served = server.received
     # re-scoring again is free: every judge answer comes from the cache
-    assert main(argv) == 0
+    assert main([*argv, "--overwrite"]) == 0
     assert server.received == served
 
 

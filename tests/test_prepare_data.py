@@ -72,3 +72,36 @@ def test_misnamed_and_truncated_release_files_are_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cnn_test_sampled_500.json: not valid JSON" in err and "truncated" in err
 
+
+
+def test_two_files_for_one_split_and_an_out_file_are_errors(tmp_path, capsys):
+    rel = _release(tmp_path / "release")
+    (rel / "fox_test_sampled_1000.json").write_text(json.dumps([{"document": "d", "summary": "s"}]))
+    assert main(["--release", str(rel), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "fox_test_sampled_1000.json" in err and "fox_test_sampled_500.json" in err and "both map" in err
+    assert not (tmp_path / "m").exists()  # nothing written
+    (rel / "fox_test_sampled_1000.json").unlink()
+    (tmp_path / "a_file").write_text("x")
+    assert main(["--release", str(rel), "--out", str(tmp_path / "a_file")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+def test_a_failed_conversion_leaves_the_mirror_as_it_was_and_nothing_is_replaced_unasked(tmp_path, capsys):
+    rel = _release(tmp_path / "release")
+    out = tmp_path / "mirror"
+    assert main(["--release", str(rel), "--out", str(out)]) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*.jsonl")}
+    # a later release whose last file is bad: every split stays as it was
+    (rel / "cnn_test_sampled_500.json").write_text(json.dumps([{"document": "new", "summary": "new"}]))
+    (rel / "washington_valid_sampled_500.json").write_text('[{"document": 1}]')
+    assert main(["--release", str(rel), "--out", str(out)]) == 2
+    assert {p: p.read_bytes() for p in out.rglob("*.jsonl")} == before
+    # a good newer release: the changed split needs --overwrite; unchanged ones are left alone
+    _release(rel)
+    (rel / "cnn_test_sampled_500.json").write_text(json.dumps([{"document": "new", "summary": "new"}]))
+    assert main(["--release", str(rel), "--out", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err and {p: p.read_bytes() for p in out.rglob("*.jsonl")} == before
+    assert main(["--release", str(rel), "--out", str(out), "--overwrite"]) == 0
+    assert [r["document"] for r in load_split("domainsum", "cnn", "test", out)] == ["new"]
+    assert not list(out.rglob(".*.partial"))

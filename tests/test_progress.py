@@ -104,7 +104,7 @@ def test_rescore_bars_go_to_stderr_and_no_progress_silences_them(tmp_path, capsy
     assert "ROUGE pubmed" in err and "3/3" in err and BAR in err
     assert BAR not in out and "\r" not in out and "rouge1=" in out
     first = json.loads((tmp_path / "o" / f"{samples.stem}.summary.json").read_text())["metrics"]
-    assert rescore([*args, "--no-progress"]) == 0
+    assert rescore([*args, "--no-progress", "--overwrite"]) == 0
     out, err = capsys.readouterr()
     assert "ROUGE" not in err and BAR not in err and "rouge1=" in out
     assert json.loads((tmp_path / "o" / f"{samples.stem}.summary.json").read_text())["metrics"] == first

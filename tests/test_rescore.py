@@ -221,7 +221,8 @@ def test_domainsum_json_list_gives_rouge_and_rouge_geo(tmp_path):
     scores, summary = _outputs(tmp_path, path)
     assert summary["input_format"] == "json" and summary["benchmark"] == "domainsum"
     assert summary["domain"] == "cnndm" and summary["n_samples"] == 4
-    assert summary["skipped_rows"] == {"count": 1, "rows": [{"where": "item [2]", "id": "cnndm-empty"}]}
+    assert summary["skipped_rows"] == {"count": 1, "rows": [{"where": "item [2]", "id": "cnndm-empty",
+                                                                "why": "empty row"}]}
     kept = [r for r in records if r["prediction"]]
     batch = registry.Batch(predictions=[r["prediction"] for r in kept], references=[r["summary"] for r in kept],
                            documents=[r["document"] for r in kept])
@@ -244,7 +245,8 @@ def test_jsonl_with_custom_column_names(tmp_path):
     assert summary["columns"] == {"prediction": "gen", "reference": "gold", "document": "src", "id": "key"}
     assert [s["id"] for s in scores] == ["10", "11", "12"]
     assert scores[0]["prediction"] == _text(12)  # stripped as the tasks strip
-    assert summary["skipped_rows"] == {"count": 1, "rows": [{"where": "line 2", "id": None}]}
+    assert summary["skipped_rows"] == {"count": 1, "rows": [{"where": "line 2", "id": None,
+                                                                "why": "empty row"}]}
     batch = registry.Batch(predictions=[r["gen"].strip() for r in rows], references=[r["gold"] for r in rows],
                            documents=[r["src"] for r in rows])
     want = _rouge_reference(batch, "adapteval", "pubmed", {})
@@ -313,9 +315,9 @@ def test_default_metrics_are_the_tasks_catalogue_families(tmp_path, capsys):
     low, high = summary["intervals"]["length_pcc"]  # a corpus key, recomputed per resample
     assert -1 <= low <= summary["metrics"]["length_pcc"] <= high <= 1
     # no task and no --metrics: nothing to choose the metrics from
-    assert main([str(path)]) == 2
+    assert main([str(path), "--overwrite"]) == 2
     assert "give --metrics, or --task NAME" in capsys.readouterr().err
-    assert main([str(path), "--task", "adapteval_nowhere"]) == 2
+    assert main([str(path), "--task", "adapteval_nowhere", "--overwrite"]) == 2
     assert "--task: unknown suite task 'adapteval_nowhere'" in capsys.readouterr().err
 
 

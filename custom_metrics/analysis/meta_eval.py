@@ -145,6 +145,7 @@ def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
         elif require_human:
             raise SystemExit(f"meta_eval: no human column {human!r} in {path} "
                              "(name it with --human, or give per-annotator ratings with --ratings)")
+        _check_long_table(df, path)
         n_docs, n_sys = df["doc_id"].nunique(), df["system"].nunique()
         counts = {"systems": n_sys,
                   "missing_cells": int(n_docs * n_sys - len(df.drop_duplicates(["doc_id", "system"])))}
@@ -153,6 +154,34 @@ def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
     if "summary" in df.columns:
         counts["empty_summaries"] = int(sum(not (isinstance(s, str) and s.strip()) for s in df["summary"]))
     return df, counts
+
+
+def _check_long_table(df: pd.DataFrame, path: Path) -> None:
+    """One row per (document, system) and numeric human scores, or an error naming the rows.
+
+    Why: a pair given twice would be correlated twice (a silent weight), and a human
+    score such as ``"good"`` used to crash deep inside the correlation. An empty human
+    score is allowed (that pair is left out where human scores are needed).
+    """
+    dup = df[df.duplicated(["doc_id", "system"], keep=False)]
+    if len(dup):
+        pairs = dup.groupby(["doc_id", "system"], sort=False).groups
+        shown = "; ".join(f"document {d!r}, system {sy!r} on rows {', '.join(str(i + 1) for i in rows)}"
+                          for (d, sy), rows in list(pairs.items())[:3])
+        more = f" (and {len(pairs) - 3} more pairs)" if len(pairs) > 3 else ""
+        raise SystemExit(f"meta_eval: {path}: {len(pairs)} (document, system) pairs appear more than once: "
+                         f"{shown}{more}. Keep one row per pair (average repeated ratings first).")
+    if "human" in df.columns:
+        given = df["human"].map(lambda v: not (v is None or (isinstance(v, float) and math.isnan(v))
+                                                or (isinstance(v, str) and not v.strip())))
+        numbers = pd.to_numeric(df["human"].where(given), errors="coerce")
+        bad = df.index[given & (numbers.isna() | df["human"].map(lambda v: isinstance(v, bool)))]
+        if len(bad):
+            shown = ", ".join(f"row {i + 1} ({df.at[i, 'human']!r})" for i in bad[:3])
+            raise SystemExit(f"meta_eval: {path}: {len(bad)} human score(s) are not numbers: {shown}"
+                             f"{' ...' if len(bad) > 3 else ''}. Fix them, or leave them empty to leave those "
+                             f"pairs out.")
+        df["human"] = numbers
 
 
 def metric_columns(df: pd.DataFrame, exclude: Sequence[str] = ()) -> list[str]:

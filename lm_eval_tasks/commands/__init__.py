@@ -66,6 +66,12 @@ def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
         raise SystemExit(f"{command}: --metadata is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise SystemExit(f"{command}: --metadata must be a JSON object, got {type(value).__name__}")
+    from lm_eval_tasks.settings import SettingError, check_metadata
+
+    try:
+        check_metadata(value, f"{command} --metadata")
+    except SettingError as exc:
+        raise SystemExit(f"{command}: error: {exc}") from None
     return value
 
 

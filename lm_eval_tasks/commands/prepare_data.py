@@ -47,11 +47,40 @@ DEFAULT_TOPIC_ORDER = ("soccer", "crime", "family", "media", "law")
 POOL_SIZE = 20
 
 
-def write_jsonl(path: Path, records: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+def jsonl_text(records: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out {out} is a file; give the folder the mirror goes in")
+
+
+def write_splits(planned: dict[Path, list[dict]], overwrite: bool) -> list[str]:
+    """Write every split, each whole or not at all (a temporary file, then a rename).
+
+    Called only once every split is converted and checked, so a bad input file leaves
+    the mirror as it was. A split that exists with other content is replaced only with
+    ``--overwrite``; one with the same content is left alone.
+    """
+    texts = {dest: jsonl_text(recs) for dest, recs in planned.items()}
+    changed = [d for d, t in texts.items() if d.is_file() and d.read_text(encoding="utf-8") != t]
+    if changed and not overwrite:
+        raise DataError(f"{len(changed)} split(s) of the mirror already exist with other content: "
+                        + ", ".join(str(d) for d in changed[:5]) + ("..." if len(changed) > 5 else "")
+                        + "; pass --overwrite to replace them, or --out another folder")
+    written = []
+    for dest, text in texts.items():
+        n = len(planned[dest])
+        if dest.is_file() and dest not in changed:
+            written.append(f"{dest} ({n} records, unchanged)")
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.partial")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(dest)
+        written.append(f"{dest} ({n} records)")
+    return written
 
 
 def release_target(name: str, topic_order: tuple[str, ...]) -> tuple[str, str] | None:
@@ -73,8 +102,12 @@ def release_target(name: str, topic_order: tuple[str, ...]) -> tuple[str, str] |
     return domain, split
 
 
-def convert_release(src: Path, out: Path, topic_order: tuple[str, ...]) -> list[str]:
-    """Convert every recognised release file under ``src``; return what was written."""
+def convert_release(src: Path, out: Path, topic_order: tuple[str, ...], overwrite: bool = False) -> list[str]:
+    """Convert every recognised release file under ``src``; return what was written.
+
+    Everything is read and checked before anything is written: two files that map to
+    one split, a missing file, a bad record stop the conversion with the mirror untouched.
+    """
     known = set(catalog.subsets("domainsum"))
     files = sorted(src.rglob("*.json"))
     misnamed = [f for f in files if release_target(f.name, topic_order) is None]
@@ -83,7 +116,14 @@ def convert_release(src: Path, out: Path, topic_order: tuple[str, ...]) -> list[
                         f"(<domain>_<train|valid|test>_sampled[_N].json): "
                         + ", ".join(str(f) for f in misnamed[:10]))
     found: dict[str, set[str]] = {}
-    written = []
+    sources: dict[tuple[str, str], Path] = {}
+    for f in files:
+        domain, split = release_target(f.name, topic_order)
+        if domain in known and (domain, split) in sources:
+            raise DataError(f"{sources[(domain, split)]} and {f} both map to the {domain} {split} split; "
+                            f"keep one of them under {src}")
+        sources[(domain, split)] = f
+    planned: dict[Path, list[dict]] = {}
     for f in files:
         domain, split = release_target(f.name, topic_order)
         if domain not in known:
@@ -103,16 +143,14 @@ def convert_release(src: Path, out: Path, topic_order: tuple[str, ...]) -> list[
         for i, rec in enumerate(data):
             validate_record(rec, ("document", "summary"), f"{f}, item {i}")
             recs.append({"document": rec["document"], "summary": rec["summary"]})
-        dest = out / "domainsum" / domain / f"{split}.jsonl"
-        write_jsonl(dest, recs)
-        written.append(f"{dest} ({len(recs)} records)")
-    if not written:
+        planned[out / "domainsum" / domain / f"{split}.jsonl"] = recs
+    if not planned:
         raise DataError(f"no DomainSum release files (like cnndm_test_sampled_500.json) under {src}")
     missing = missing_release_files(found, topic_order)
     if missing:
         raise DataError(f"the release under {src} is incomplete; missing: " + "; ".join(missing)
-                        + " (the files written so far are in place; add the missing ones and run again)")
-    return written
+                        + " (nothing was written; add the missing files and run again)")
+    return write_splits(planned, overwrite)
 
 
 #: release split -> the file name pattern it comes from
@@ -139,10 +177,11 @@ def missing_release_files(found: dict[str, set[str]], topic_order: tuple[str, ..
     return missing
 
 
-def from_hub(benchmark: str, subsets: list[str], out: Path, splits: list[str]) -> list[str]:
-    """Download ``splits`` of each subset with the paper's sampling; return what was written."""
+def from_hub(benchmark: str, subsets: list[str], out: Path, splits: list[str], overwrite: bool = False) -> list[str]:
+    """Download ``splits`` of each subset with the paper's sampling; write them once all
+    are downloaded; return what was written."""
     known = catalog.subsets(benchmark)  # UnknownTask for a benchmark the suite lacks
-    written = []
+    planned: dict[Path, list[dict]] = {}
     for subset in subsets:
         if subset not in known:
             raise DataError(f"{benchmark} has no subset {subset!r}; the catalogue lists {', '.join(known)}")
@@ -152,11 +191,8 @@ def from_hub(benchmark: str, subsets: list[str], out: Path, splits: list[str]) -
                 "(--release DIR) or Newsroom's manual download"
             )
         for split in splits:
-            recs = load_split(benchmark, subset, split, data_dir=None)
-            dest = out / benchmark / subset / f"{split}.jsonl"
-            write_jsonl(dest, recs)
-            written.append(f"{dest} ({len(recs)} records)")
-    return written
+            planned[out / benchmark / subset / f"{split}.jsonl"] = load_split(benchmark, subset, split, data_dir=None)
+    return write_splits(planned, overwrite)
 
 
 @contextlib.contextmanager
@@ -199,10 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topic-order", default=",".join(DEFAULT_TOPIC_ORDER),
                     help="names for topic1..topic5 of the release")
     ap.add_argument("--no-progress", action="store_true", help="no download bars (stderr) with --hub")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace splits of an existing mirror that differ (default: stop and name them)")
     args = ap.parse_args(argv)
     try:
+        check_out(args.out)
         if args.release:
-            lines = convert_release(args.release, args.out, tuple(args.topic_order.split(",")))
+            lines = convert_release(args.release, args.out, tuple(args.topic_order.split(",")), args.overwrite)
         else:
             if args.subsets:
                 subsets = args.subsets.split(",")
@@ -211,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 subsets = [s for (b, s) in HUB_SOURCES if b == args.benchmark]
             with hub_bars(is_enabled(False if args.no_progress else None)):
-                lines = from_hub(args.benchmark, subsets, args.out, args.splits.split(","))
+                lines = from_hub(args.benchmark, subsets, args.out, args.splits.split(","), args.overwrite)
     except (DataError, catalog.UnknownTask) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -32,8 +32,11 @@ folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
@@ -59,17 +62,41 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--no-plots", action="store_true", help="tables only")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace the report an earlier run wrote into --out (default: stop and say so)")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    final: Path = args.out
+    if final.exists() and not final.is_dir():
+        print(f"report: error: --out {final} is a file; give a folder", file=sys.stderr)
+        return 2
+    if final.is_dir() and any(final.iterdir()) and not args.overwrite:
+        print(f"report: error: {final} is not empty (an earlier report?); pass --overwrite to replace it, "
+              f"or choose another --out", file=sys.stderr)
+        return 2
     folders = [*args.folders, *(f"{d}=fine-tuned" for d in args.fine_tuned)]
     runs = load_runs(folders)
     builder = Builder(runs, Options(n_boot=args.bootstrap, resamples=args.resamples, test=args.test,
                                     seed=args.seed))
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    # written beside --out, then put in its place: a report that fails midway leaves nothing half-written
+    final.parent.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    try:
+        code = _write(args, runs, builder, out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    out.rename(final)
+    return code
+
+
+def _write(args: argparse.Namespace, runs: Any, builder: Builder, out: Path, final: Path) -> int:
+    """Every report file into ``out`` (a temporary folder that becomes ``final``)."""
     steps = ["tables", "figures", "files"]
     bar = _progress(len(steps), not args.no_progress)
     tables = builder.all()
@@ -88,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     bar.update(1)
     bar.close()
     print(text)
-    print(f"report: {out / 'report.html'} ({len(tables)} tables, {len(figs.drawn)} figures; "
-          f"{len(written)} more files under {out})", file=sys.stderr)
+    print(f"report: {final / 'report.html'} ({len(tables)} tables, {len(figs.drawn)} figures; "
+          f"{len(written)} more files under {final})", file=sys.stderr)
     return 0
 
 

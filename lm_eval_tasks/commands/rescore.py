@@ -16,8 +16,8 @@ input are read, told apart by extension and content (:func:`detect_format`):
   :data:`DOCUMENT_COLUMNS`, :data:`ID_COLUMNS`). Why strict: a missing column, two
   candidate columns, a non-string or non-UTF-8 field, or a line that is not JSON is an
   error naming the file, row/line and field, since a silently misread column gives
-  plausible wrong numbers; a row with neither prediction nor reference is skipped and
-  listed (``skipped_rows``).
+  plausible wrong numbers; a row with an empty prediction or reference is skipped and
+  listed with why (``skipped_rows``), never scored as 0.
 
 Predictions are stripped as the tasks strip them and scored through the metric
 registry (:mod:`custom_metrics.registry`), so a re-scored number is the number a
@@ -79,11 +79,12 @@ import logging
 import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from custom_metrics import registry
+from custom_metrics import registry, secrets
 from lm_eval_tasks import settings
 from lm_eval_tasks.catalog import UnknownTask
 from lm_eval_tasks.commands import json_safe, parse_metadata, task_target, with_flags
@@ -291,6 +292,11 @@ def table_records(path: Path, text: str, fmt: str) -> tuple[list[tuple[str, dict
                 if None in rec:
                     raise ScoreError(f"{where}: {len(rec) - 1 + len(rec[None])} fields, the header has "
                                      f"{len(reader.fieldnames or [])}")
+                short = [k for k, v in rec.items() if v is None]
+                if short and any(v not in (None, "") for v in rec.values()):  # not a blank row
+                    raise ScoreError(f"{where}: {len(rec) - len(short)} fields, the header has {len(rec)} "
+                                     f"(no {', '.join(map(repr, short))}); a short row would score an empty "
+                                     f"{short[-1]}")
                 rows.append((where, rec))
         except csv.Error as exc:
             raise ScoreError(f"{path}, line {reader.line_num}: not CSV ({exc})") from None
@@ -357,7 +363,7 @@ def choose_columns(path: Path, present: list[str], args: argparse.Namespace) -> 
 
 
 def read_table(path: Path, text: str, fmt: str, args: argparse.Namespace, task: str | None) -> Loaded:
-    """Samples of a table of predictions; empty rows (no prediction and no reference) are
+    """Samples of a table of predictions; rows with an empty prediction or reference are
     skipped and listed, any other bad row is an error naming file, row and field."""
     rows, present = table_records(path, text, fmt)
     cols = choose_columns(path, present, args)
@@ -373,8 +379,10 @@ def read_table(path: Path, text: str, fmt: str, args: argparse.Namespace, task: 
         ident = None if ident in (None, "") else checked_text(str(ident), where, str(cols["id"]))
         prediction = checked_text(rec.get(cols["prediction"]), where, str(cols["prediction"])).strip()
         reference = checked_text(rec.get(cols["reference"]), where, str(cols["reference"]))
-        if not prediction and not reference.strip():
-            loaded.skipped_rows.append({"where": where.removeprefix(f"{path}, "), "id": ident})
+        if not prediction or not reference.strip():  # nothing to compare: counted, never a score of 0
+            why = "empty row" if not prediction and not reference.strip() else (
+                "empty prediction" if not prediction else "empty reference")
+            loaded.skipped_rows.append({"where": where.removeprefix(f"{path}, "), "id": ident, "why": why})
             continue
         document = checked_text(rec.get(cols["document"]), where, str(cols["document"])) if cols["document"] else ""
         try:
@@ -398,6 +406,28 @@ def task_from_filename(path: Path) -> str | None:
     """``samples_<task>_<timestamp>.jsonl`` -> task name."""
     m = _SAMPLES_NAME.match(path.stem)
     return m.group("task") if m else None
+
+
+def task_of_samples(path: Path) -> str | None:
+    """The task a harness samples file says it holds (each record's ``doc.suite_task``),
+    or None (an older file, or a prediction table).
+
+    Why not the file name alone: a renamed or copied file would be scored as another
+    task, with another domain's vocabulary and another benchmark's ROUGE convention.
+    """
+    if path.suffix.lower() != ".jsonl":
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    rec = json.loads(line)
+                    doc = rec.get("doc") if isinstance(rec, dict) else None
+                    task = doc.get("suite_task") if isinstance(doc, dict) else None
+                    return task if isinstance(task, str) and task else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # read_input names the problem with its line
+    return None
 
 
 def target_of(task: str | None) -> tuple[str | None, str | None, str | None]:
@@ -618,7 +648,11 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
             task_target(args.task)
         except UnknownTask as exc:
             raise ScoreError(f"--task: {exc}") from None
-    task = args.task or task_from_filename(path)
+    named, recorded = task_from_filename(path), task_of_samples(path)
+    task = args.task or recorded or named
+    if not args.task and recorded and named and recorded != named:
+        log.warning("%s: the file name says task %s, its samples say %s; scoring as %s", path, named, recorded,
+                    recorded)
     selection = explicit or task_selection(task)
     loaded = read_input(path, args, task)
     samples = loaded.samples
@@ -708,21 +742,44 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
 
     # NaN (a metric that does not apply to a document) is written as null: strict JSON
     scores_path, summary_path = output_paths(path, Path(args.out) if args.out else None)
-    with open(scores_path, "w", encoding="utf-8") as fh:
-        for row in per_sample:
-            fh.write(json.dumps(json_safe(row), ensure_ascii=False) + "\n")
+    write_atomically(scores_path, "".join(json.dumps(secrets.mask_obj(json_safe(row)), ensure_ascii=False) + "\n"
+                                          for row in per_sample))
     summary["outputs"] = {"scores": str(scores_path), "summary": str(summary_path)}
-    summary = json_safe(summary)
-    summary_path.write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
-                            encoding="utf-8")
+    summary = secrets.mask_obj(json_safe(summary))
+    write_atomically(summary_path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
     return summary
 
 
 def output_paths(path: Path, out_dir: Path | None) -> tuple[Path, Path]:
     """``<stem>.scores.jsonl`` and ``<stem>.summary.json`` next to the input (or in ``out_dir``)."""
     directory = out_dir or path.parent
-    directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{path.stem}.scores.jsonl", directory / f"{path.stem}.summary.json"
+
+
+def check_outputs(inputs: Sequence[Path], out_dir: Path | None, overwrite: bool) -> None:
+    """Before anything is scored: no two inputs write the same file, and nothing an
+    earlier run wrote (judge scores that were paid for) is replaced unless asked."""
+    planned: dict[Path, Path] = {}
+    for path in inputs:
+        for out in output_paths(path, out_dir):
+            key = out.resolve()
+            if key in planned and planned[key] != path.resolve():
+                raise ScoreError(f"{planned[key]} and {path} would both write {out}; score them into different "
+                                 f"--out folders")
+            planned[key] = path.resolve()
+            if out.is_dir():
+                raise ScoreError(f"{out} is a folder; the scores of {path} are written to a file of that name")
+            if out.exists() and not overwrite:
+                raise ScoreError(f"{out} already exists (an earlier rescore, perhaps with paid judge scores); pass "
+                                 f"--overwrite to replace it, or --out another folder")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 # =========================================================================== command line
@@ -750,6 +807,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--document-column", help="source document (document, article, source, text)")
     g.add_argument("--id-column", help="row id (id, doc_id; default: the row index)")
     ap.add_argument("--out", "--out-dir", dest="out", help="output folder (default: next to each input)")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace outputs an earlier rescore wrote (default: stop and say which)")
     ap.add_argument("--domain", help="domain for DVO vocabulary and judge prompts (default: the task's, "
                                      "from the catalogue)")
     ap.add_argument("--metadata", default="{}", type=lambda text: parse_metadata(text, "rescore"),
@@ -796,12 +855,13 @@ def main(argv: list[str] | None = None) -> int:
             raise ScoreError("--metrics names no metric")
         if args.bootstrap < 0:
             raise ScoreError("--bootstrap must be >= 0")
+        check_outputs(args.samples, Path(args.out) if args.out else None, args.overwrite)
         for path in args.samples:
             summary = score_file(path, explicit, args)
             shown = {k: v for k, v in summary["metrics"].items() if isinstance(v, (int, float))}
             rows = summary.get("skipped_rows", {}).get("count")
             print(f"{path.name}: {summary['n_samples']} samples"
-                  + (f" ({rows} empty rows skipped)" if rows else "") + "; "
+                  + (f" ({rows} rows with an empty prediction or reference skipped)" if rows else "") + "; "
                   + ", ".join(f"{k}={v:.4f}" for k, v in shown.items())
                   + (f"; skipped: {', '.join(summary['skipped'])}" if summary["skipped"] else ""))
             if summary.get("agreement"):

@@ -29,6 +29,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,20 +210,32 @@ def fmt(value: float, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def md_escape(text: Any) -> str:
+    """A table cell's text made safe for a Markdown table: ``|`` would end the cell and a
+    line break the row. Backslashes right before a ``|`` are doubled, so the user's own
+    ``\\|`` cannot undo the escape; other backslashes are left as written."""
+    out = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", str(text))
+    return " ".join(out.splitlines())
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]],
                    align: Sequence[str] | None = None) -> str:
+    """A Markdown table; every cell escaped (model, adapter and task names are the user's)."""
     align = align or ["---"] + ["---:"] * (len(header) - 1)
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def _tex_escape(text: str) -> str:
-    out = str(text)
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                 ("#", r"\#"), ("$", r"\$"), ("±", r"$\pm$"), ("Δ", r"$\Delta$")):
-        out = out.replace(a, b)
-    return out
+_TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "\n": " "}
+_TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_SPECIALS))
+
+
+def _tex_escape(text: Any) -> str:
+    """Text made safe for LaTeX in one pass (so an escape is never escaped again)."""
+    return _TEX_RE.sub(lambda m: _TEX_SPECIALS[m.group()], str(text))
 
 
 def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: str = "") -> str:

@@ -69,7 +69,18 @@ def validate_record(rec: Any, required: Sequence[str], where: str) -> dict:
             raise DataError(
                 f"{where}: field {name!r} must be a string, got {type(rec[name]).__name__}"
             )
+        _check_text(rec[name], name, where)
     return rec
+
+
+def _check_text(text: str, name: str, where: str) -> None:
+    """A lone surrogate (``"\\ud800"`` in JSON) decodes but cannot be written as UTF-8:
+    it would crash the run when samples are saved, long after loading."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise DataError(f"{where}: field {name!r} holds a lone surrogate ({exc.object[exc.start]!a} at "
+                        f"character {exc.start}), which is not text; fix the escape in the file") from None
 
 
 def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError) -> Iterator[tuple[str, Any]]:
@@ -277,14 +288,28 @@ def load_split(
                 + (f" (found {have})" if have else f" ({path.parent} does not exist)")
                 + f". Prepare the mirror with `{PREPARE_HINT}`."
             )
-        records = read_jsonl(path, required, task)
-        if not records:
+        lines = [(where, validate_record(rec, required, where)) for where, rec in json_lines(path, _where(task))]
+        if not lines:
             raise DataError(f"{_where(task)}{path} holds no records (empty or blank lines only); "
                             f"prepare the mirror with `{PREPARE_HINT}`")
+        records = [rec for _, rec in lines]
+        places = [where for where, _ in lines]
     else:
         records = _load_hub_split(benchmark, subset, split, task, hub_path)
+        places = [f"{_where(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
+    seen: dict[str, str] = {}
     for i, rec in enumerate(records):
         rec.setdefault("id", f"{benchmark}/{subset}/{split}/{i}")
+        if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
+            if isinstance(rec["id"], (dict, list)) or rec["id"] is None:
+                raise DataError(f"{places[i]}: field 'id' must be a string or a number, got "
+                                f"{type(rec['id']).__name__}")
+            rec["id"] = str(rec["id"])
+        if rec["id"] in seen:
+            raise DataError(f"{places[i]}: id {rec['id']!r} is already used at {seen[rec['id']].rsplit(', ', 1)[-1]}"
+                            f"; ids must be unique (scores and comparisons are keyed by them). Give each "
+                            f"record its own id, or remove the id field to number records by position.")
+        seen[rec["id"]] = places[i]
     return records
 
 
