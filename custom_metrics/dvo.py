@@ -317,9 +317,17 @@ def read_vocabulary(path: str | os.PathLike) -> Vocabulary:
     words: list[str] = []
     counts: list[int | None] = []
     header: dict[str, Any] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
+    with open(path, "rb") as fh:
+        if b"\x00" in fh.read(8192):
+            raise VocabularyError(f"{path}: NUL bytes: this is a binary file, not a vocabulary (one word per "
+                                  f"line, UTF-8); build one with `domsum build-vocab`")
+        fh.seek(0)
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise VocabularyError(f"{path}, line {lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start}); "
+                                      f"re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
             if lineno == 1 and line.startswith("# {"):
                 try:
                     header = json.loads(line[2:])

@@ -289,12 +289,17 @@ class JudgeConfig:
         backoff = max(self.backoff_cap_s, RETRY_AFTER_MAX_S)
         return (self.max_retries + 1) * self.nominal_timeout_s + self.max_retries * backoff + self.claim_ttl
 
+    @property
+    def shown_endpoint(self) -> str:
+        """The endpoint as every message, log line and file shows it: credentials masked."""
+        return secrets.mask(self.endpoint, self)
+
     def describe(self) -> dict[str, Any]:
         """What to record beside the scores (never the API key). ``"auto"`` marks a
         timeout or concurrency sized per batch (the sizes used are in
         :attr:`JudgeStats.sizing`)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
-        d["base_url"] = secrets.mask(self.endpoint, self)
+        d["base_url"] = self.shown_endpoint
         for name in ("max_concurrency", "timeout_s"):
             if d[name] is None:
                 d[name] = "auto"
@@ -1071,7 +1076,7 @@ class _BatchRun:
             self.timeout_s = min(AUTO_TIMEOUT_MAX_S, max(AUTO_TIMEOUT_FLOOR_S, AUTO_TIMEOUT_FACTOR * lat * n))
         self.slots.resize(n)
         log.info("judge at %s: first reply in %.2f s; %s: %d request(s) in flight (%s), %g s per request (%s)",
-                 cfg.endpoint, latency, self.desc, n, "set" if self.concurrency_set else "sized",
+                 cfg.shown_endpoint, latency, self.desc, n, "set" if self.concurrency_set else "sized",
                  self.timeout_s, "set" if self.timeout_set else "sized")
 
     def _answered_in(self, latency: float) -> None:
@@ -1102,7 +1107,7 @@ class _BatchRun:
         if not self.concurrency_set:
             self.slots.resize(self.slots.limit // 2)
         log.warning("judge at %s: a request timed out after %g s; %s now sends %d request(s) at once, "
-                    "%g s each (to set them yourself, %s)", self.config.endpoint, timeout, self.desc,
+                    "%g s each (to set them yourself, %s)", self.config.shown_endpoint, timeout, self.desc,
                     self.slots.limit, self.timeout_s, TIMEOUT_HINT)
 
     def _timeout_text(self, timeout: float) -> str:
@@ -1158,7 +1163,7 @@ class _BatchRun:
             except openai.APIStatusError as exc:
                 if not _retryable_status(exc.status_code):
                     raise JudgeRequestError(
-                        f"judge request rejected with HTTP {exc.status_code} by {cfg.endpoint} "
+                        f"judge request rejected with HTTP {exc.status_code} by {cfg.shown_endpoint} "
                         f"(model {cfg.model!r}): {self.mask(exc.message)}", status=exc.status_code,
                         body=secrets.mask_obj(exc.body, self.secrets)) from None
                 last, hint, reason = exc, _retry_after_s(exc.response), f"http_{exc.status_code}"
@@ -1168,7 +1173,7 @@ class _BatchRun:
                     # alone, with the longest wait sizing allows: waiting again would only
                     # repeat it, for every item; stop the batch and say what to set
                     raise JudgeRequestError(
-                        f"judge at {cfg.endpoint} (model {cfg.model!r}) did not answer the first request "
+                        f"judge at {cfg.shown_endpoint} (model {cfg.model!r}) did not answer the first request "
                         f"of {self.desc} (sent alone, to measure its latency) within {timeout:g} s: the "
                         f"server is hung or slower than that; {TIMEOUT_HINT}", reason="timeout",
                         attempts=attempt + 1) from None
@@ -1182,12 +1187,12 @@ class _BatchRun:
                 self.stats.retries += 1
                 delay = self.backoff(attempt, hint)
                 log.debug("judge: %s from %s; retry %d in %.2fs", self.mask(_describe_error(last)),
-                          cfg.endpoint, attempt + 1, delay)
+                          cfg.shown_endpoint, attempt + 1, delay)
                 await asyncio.sleep(delay)
         status = getattr(last, "status_code", None)
         what = self._timeout_text(timeout) if reason == "timeout" else self.mask(_describe_error(last))
         raise JudgeRequestError(
-            f"judge request to {cfg.endpoint} (model {cfg.model!r}) still failing after "
+            f"judge request to {cfg.shown_endpoint} (model {cfg.model!r}) still failing after "
             f"{cfg.max_retries + 1} attempts: {_REASON_TEXT.get(reason, reason.replace('_', ' '))} "
             f"({what}). Answers so far are cached; re-run to resume.",
             status=status, reason=reason, attempts=cfg.max_retries + 1, transient=True) from None
@@ -1239,7 +1244,7 @@ class _BatchRun:
             if state != "pending":
                 if state == "taken_over":
                     self.stats.claims_taken_over += 1
-                    log.info("judge: took over an abandoned claim on one item at %s", self.config.endpoint)
+                    log.info("judge: took over an abandoned claim on one item at %s", self.config.shown_endpoint)
                 self.held.add(key)
                 try:
                     response = await self.http(messages, params, slot_held=True)
@@ -1272,7 +1277,7 @@ class _BatchRun:
             if draw:
                 record["draw"] = draw
             request = secrets.mask_obj(record, self.secrets)
-            self.cache.put(key, secrets.mask(self.config.endpoint, self.config), self.config.model, request,
+            self.cache.put(key, self.config.shown_endpoint, self.config.model, request,
                            response)
         self._count(response, cached=False)
         return response
@@ -1338,7 +1343,7 @@ class _BatchRun:
                 log.warning("judge %r at %s returned %d of the %d choices asked (n=%d); asking for the other "
                             "%d with single-choice requests, so that each score stays a mean of %d replies "
                             "(lower judge_n_samples / DOMSUM_JUDGE_N_SAMPLES to pay for fewer)",
-                            self.config.model, self.config.endpoint, len(texts), n, n, missing, n)
+                            self.config.model, self.config.shown_endpoint, len(texts), n, n, missing, n)
             single = {**params, "n": 1}
             self.stats.sample_topups += missing
             got = await asyncio.gather(*(self.answer(messages, single, attempt, draw=k)
@@ -1356,12 +1361,12 @@ class _BatchRun:
     def _unsupported(self) -> None:
         if self.config.logprobs == "on":
             raise JudgeRequestError(
-                f"judge {self.config.model!r} at {self.config.endpoint} returned no log-probabilities "
+                f"judge {self.config.model!r} at {self.config.shown_endpoint} returned no log-probabilities "
                 "but logprobs='on' requires them; use 'auto' to fall back to sampling", reason="no_logprobs")
         if self.mode != "samples":
             self.stats.logprobs_fallbacks += 1
             log.warning("judge %r at %s gives no log-probabilities: scoring by the mean of %d "
-                        "sampled replies instead", self.config.model, self.config.endpoint,
+                        "sampled replies instead", self.config.model, self.config.shown_endpoint,
                         self.config.n_samples)
         self._set_logprobs_support(False)
 
@@ -1430,7 +1435,7 @@ class _BatchRun:
             first = self.failures[0]
             rest = max(0, self.n_items - self.finished)  # counted as "abandoned" by score_all
             raise JudgeRequestError(
-                f"judge at {self.config.endpoint} (model {self.config.model!r}) answered none of "
+                f"judge at {self.config.shown_endpoint} (model {self.config.model!r}) answered none of "
                 f"the first {len(self.failures)} items ({self.stats.summary_line()})"
                 + (f"; giving up on the other {rest}" if rest else "") + f". First failure: {first}",
                 status=first.status, reason=first.reason, attempts=first.attempts)

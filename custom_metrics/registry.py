@@ -370,9 +370,14 @@ def check_endpoint(config: Any, timeout_s: float = 5.0) -> None:
     import urllib.error
     import urllib.request
 
+    import urllib.parse
+
     base = (config.endpoint or "https://api.openai.com/v1").rstrip("/")
+    parts = urllib.parse.urlsplit(base)
+    # urllib reads "user:key@host" as a host name; any answer proves the server, so probe without them
+    probe = parts._replace(netloc=parts.netloc.rpartition("@")[2], query="").geturl()
     try:
-        urllib.request.urlopen(urllib.request.Request(base + "/models", method="GET"), timeout=timeout_s)
+        urllib.request.urlopen(urllib.request.Request(probe + "/models", method="GET"), timeout=timeout_s)
     except urllib.error.HTTPError:
         return
     except (urllib.error.URLError, OSError) as exc:
@@ -407,7 +412,7 @@ def _judge_describe(ctx: Context) -> dict[str, Any]:
         return {}
     from custom_metrics import secrets
 
-    return {"judge_model_used": ctx.judge.model, "judge_base_url_used": secrets.mask(ctx.judge.endpoint),
+    return {"judge_model_used": ctx.judge.model, "judge_base_url_used": ctx.judge.shown_endpoint,
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
 

@@ -95,6 +95,30 @@ if not getattr(sys.excepthook, "suite_hook", False):
     sys.excepthook = _suite_excepthook(sys.excepthook)
 
 
+def _as_dataset(docs: list[dict], report: dict[str, Any]) -> datasets.Dataset:
+    """The records as a ``datasets.Dataset``.
+
+    Why the fallback: Arrow needs one type per column, and a mirror whose extra fields
+    mix kinds (an object in one record, text or a list in another) would stop the run
+    with a pyarrow error. Such fields are kept as JSON text instead, and named in
+    ``fields_as_text``; the suite's own fields are strings already.
+    """
+    import pyarrow as pa
+
+    try:
+        return datasets.Dataset.from_list(docs)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        pass
+    names = list(dict.fromkeys(k for d in docs for k in d))
+    mixed = [n for n in names
+             if len({type(d[n]).__name__ for d in docs if d.get(n) is not None}) > 1
+             or any(isinstance(d.get(n), (dict, list)) for d in docs)]
+    report["fields_as_text"] = mixed
+    fixed = [{k: (json.dumps(v, ensure_ascii=False, default=str) if k in mixed and v is not None
+                  and not isinstance(v, str) else v) for k, v in d.items()} for d in docs]
+    return datasets.Dataset.from_list(fixed)
+
+
 def clean_prediction(text: Any) -> str:
     """The generated summary as scored: stripped; a missing generation is ''."""
     if isinstance(text, (list, tuple)):
@@ -247,7 +271,7 @@ class SuiteTask(ConfigurableTask):
         self._loaded_report = loaded.report
         # each sample names its task: `domsum rescore` reads it rather than trusting a file name
         docs = [{**doc, "suite_task": self.spec.name} for doc in loaded.docs]
-        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+        self.dataset = datasets.DatasetDict({"test": _as_dataset(docs, self._loaded_report)})
         self.task_docs = self.dataset["test"]
 
     def _start_fitting(self, backend: Any) -> None:

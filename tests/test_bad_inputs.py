@@ -376,3 +376,83 @@ def test_rescore_reads_the_task_from_the_samples_not_the_file_name(tmp_path, tin
     assert "the file name says task adapteval_pubmed, its samples say domainsum_samsum" in done.stderr
     summary = json.loads(next(tmp_path.glob("*.summary.json")).read_text())
     assert summary["task"] == "domainsum_samsum"
+
+
+def test_binary_and_latin1_vocabularies_are_named_by_line(tmp_path):
+    from custom_metrics.dvo import VocabularyError, read_vocabulary
+
+    latin = tmp_path / "latin1.tsv"
+    latin.write_bytes("word\t3\ncaf\xe9\t2\n".encode("latin-1"))
+    with pytest.raises(VocabularyError, match=r"latin1\.tsv, line 2: not valid UTF-8.*re-encode"):
+        read_vocabulary(latin)
+    binary = tmp_path / "binary.tsv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    with pytest.raises(VocabularyError, match=r"binary\.tsv: NUL bytes: this is a binary file"):
+        read_vocabulary(binary)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+       st.sampled_from([(1, 3), (1, 4), (1, 5), (1, 10)]))
+def test_judge_replies_parse_to_a_score_on_the_scale_or_nothing(reply, scale):
+    """Property: a reply is read as a number it contains that lies on the scale, or not at all;
+    never coerced (clipped, sign dropped, another scale's number)."""
+    from custom_metrics.judge import parse_score
+
+    got = parse_score(reply, scale)
+    if got is None:
+        return
+    assert scale[0] <= got <= scale[1]
+    assert re.search(rf"(?<![\d.]){re.escape(f'{got:g}')}", reply) or f"{got}" in reply, (reply, got)
+
+
+@pytest.mark.parametrize("reply,scale,expected", [
+    ("4", (1, 5), 4.0), ("-1", (1, 5), None), ("5/10", (1, 5), None), ("4/5", (1, 5), 4.0),
+    ("Coherence (1-5): 3", (1, 5), 3.0), ("7", (1, 5), None), ("80%", (1, 5), None), ("0", (1, 3), None),
+])
+def test_judge_reply_cases(reply, scale, expected):
+    from custom_metrics.judge import parse_score
+
+    assert parse_score(reply, scale) == expected
+
+
+@pytest.mark.parametrize("where", ["user-info", "query"])
+def test_a_key_in_the_judge_url_reaches_no_file_and_no_stream(tmp_path, tiny_causal_lm, where):
+    """A judged harness run whose judge URL carries a key: the results, the samples, the
+    saved generations, the judge cache and both streams are grepped for it."""
+    with StubJudgeServer() as server:
+        server.set_default(Text("empirical"))
+        url = (server.url.replace("http://", f"http://judge:{KEY}@") if where == "user-info"
+               else f"{server.url}?api_key={KEY}")
+        m = json.dumps({"data_dir": str(FIXTURE_DATA), "judge_model": "stub", "judge_base_url": url,
+                        "judge_cache": str(tmp_path / "judge.sqlite")})
+        env = subprocess_env(OPENAI_API_KEY="local", DOMSUM_GENERATIONS_DIR=str(tmp_path / "generations"))
+        proc = harness(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}", "--tasks", "ccsbench_focus",
+                        "--limit", "2", "--log_samples", "--gen_kwargs", "max_gen_toks=8", "--metadata", m],
+                       tmp_path / "out", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [results] = (tmp_path / "out").rglob("results_*.json")
+    meta_used = json.loads(results.read_text())["configs"]["ccsbench_focus"]["metadata"]
+    assert "***" in meta_used["judge_base_url"] and "***" in meta_used["judge_base_url_used"]
+    if where == "user-info":  # the stub ignores credentials: judged
+        assert json.loads(results.read_text())["results"]["ccsbench_focus"]["focus_parse_failures,none"] == 0
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".sqlite" for p in files) and any("generations" in p.parts for p in files)
+    leaked = [str(p) for p in files if KEY.encode() in p.read_bytes()]
+    assert leaked == [] and KEY not in proc.stdout + proc.stderr
+
+
+def test_extra_fields_of_mixed_kinds_are_kept_as_text(tmp_path, tiny_causal_lm):
+    rows = [json.dumps({"id": "a", "document": "the cat sat on the mat", "summary": "a cat sat", "meta": {"x": 1}}),
+            json.dumps({"id": "b", "document": "dogs bark at night", "summary": "dogs bark", "meta": "plain"}),
+            json.dumps({"id": "c", "document": "birds fly south", "summary": "birds fly", "meta": [1, {"y": 2}]})]
+    root = _mirror(tmp_path, rows)
+    res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}", "--tasks", TASK,
+                       "--log_samples", "--gen_kwargs", "max_gen_toks=8", "--metadata",
+                       json.dumps({"data_dir": str(root), "bertscore_model": minilm_dir(), "bertscore_layers": 6})],
+                      tmp_path / "out")
+    meta_used = res["configs"][TASK]["metadata"]
+    assert meta_used["fields_as_text"] == ["meta"] and res["results"][TASK]["sample_len"] == 3
+    [samples] = (tmp_path / "out").rglob(f"samples_{TASK}_*.jsonl")
+    docs = [json.loads(line)["doc"] for line in samples.read_text().splitlines()]
+    assert sorted(d["meta"] for d in docs) == sorted(['{"x": 1}', "plain", '[1, {"y": 2}]'])
