@@ -445,7 +445,7 @@ class SuiteTask(ConfigurableTask):
 
         Why: lm-eval writes samples only after every metric is computed, so a judge
         interrupted (Ctrl-C, a killed job) would cost every generation. The file has the
-        harness's samples layout, so ``domsum rescore FILE --metrics judge`` finishes the
+        harness's samples layout, so ``domsum rescore FILE`` finishes the scoring and the
         judging, paying only for what the judge cache does not hold yet.
         """
         folder = str(settings.resolve(self.meta, "generations_dir") or "")

@@ -118,6 +118,18 @@ def environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+def sigint_default() -> None:
+    """``preexec_fn`` for a child that a test interrupts with SIGINT.
+
+    Why: a shell that starts the test run in the background (``cmd &``) starts it with
+    SIGINT ignored, and an ignored signal stays ignored across ``exec``; Python then
+    installs no KeyboardInterrupt handler and the child would never see the Ctrl-C.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_lm_eval(args: list[str], out_dir: Path, env: dict[str, str] | None = None,
                 timeout: int = 900, plain: bool = False) -> dict:
     """Run the real ``lm_eval`` CLI; return the parsed results JSON.

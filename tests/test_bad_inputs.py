@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, subprocess_env
+from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, sigint_default, subprocess_env
 from helpers.judge_server import StubJudgeServer, Text, clear_judge_env
 
 from custom_metrics import registry, secrets
@@ -307,7 +307,8 @@ def test_ctrl_c_during_judging_keeps_the_generations(tmp_path, tiny_causal_lm):
         proc = subprocess.Popen([sys.executable, "-m", "lm_eval_tasks.cli", "run", "--model", "hf", "--model_args",
                                  f"pretrained={tiny_causal_lm}", "--tasks", task, "--limit", "2", "--gen_kwargs",
                                  "max_gen_toks=8", "--metadata", m, "--output_path", str(tmp_path / "out")],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=sigint_default)
         deadline = time.monotonic() + 180
         while server.received == 0 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)  # judging has started: the first judge request is in flight

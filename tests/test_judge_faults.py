@@ -33,6 +33,7 @@ from custom_metrics.judge import (
     open_cache,
     retire_owner,
 )
+from conftest import sigint_default
 from helpers.judge_server import (
     EchoKey,
     RawBody,
@@ -371,7 +372,8 @@ print(json.dumps({"n_scored": res.n_scored, "answers": res.stats.answers}), flus
 def _child(url: str, path: Path, items_file: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-c", _CHILD, url, str(path), str(items_file)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=sigint_default)
 
 
 def test_a_process_and_a_thread_sharing_one_cache_pay_once(tmp_path):
