@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
 
     report_dir = out / "report"
     with contextlib.redirect_stdout(io.StringIO()):  # it prints report.md, which is printed below
-        rc = report.main([str(runs), "--out", str(report_dir), *(["--no-progress"] if args.no_progress else [])])
+        # the newest run's report: derived from runs/<time>/, which every earlier run keeps
+        rc = report.main([str(runs), "--out", str(report_dir), "--overwrite",
+                          *(["--no-progress"] if args.no_progress else [])])
     if rc:
         return rc
     done = time.perf_counter()
