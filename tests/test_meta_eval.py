@@ -277,7 +277,7 @@ def test_ratings_cli_outputs_kappa_and_system_table(tmp_path, capsys):
 def test_ratings_file_missing_columns_is_a_clear_error(tmp_path):
     bad = tmp_path / "r.csv"
     bad.write_text("doc_id,score\nq1,3\n")
-    with pytest.raises(SystemExit, match="lacks the column"):
+    with pytest.raises(meta_eval.MetaEvalError, match="lacks the column"):
         meta_eval.load_ratings(bad)
 
 
@@ -325,7 +325,7 @@ def test_compute_with_a_missing_model_stops_naming_the_metric(tmp_path):
     """A battery metric whose model cannot be had stops meta-eval, instead of a NaN column."""
     df = pd.DataFrame({"doc_id": ["q1", "q2"], "system": ["a", "b"], "reference": ["x y", "z w"],
                        "summary": ["x y", "z"]})
-    with pytest.raises(SystemExit, match=r"--compute perplexity cannot run: .*no_such_model"):
+    with pytest.raises(meta_eval.MetaEvalError, match=r"--compute perplexity cannot run: .*no_such_model"):
         meta_eval.compute_metrics(df, ["rouge", "perplexity"], ppl_model=str(tmp_path / "no_such_model"))
-    with pytest.raises(SystemExit, match="unknown --compute metric 'bogus'"):
+    with pytest.raises(meta_eval.MetaEvalError, match="unknown --compute metric 'bogus'"):
         meta_eval.compute_metrics(df, ["rouge", "bogus"])

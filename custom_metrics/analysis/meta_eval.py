@@ -52,6 +52,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+
+class MetaEvalError(ValueError):
+    """Input meta-evaluation cannot use (a missing column, a repeated pair, a score that is
+    not a number); the message names the file, rows or flag. Library code raises it; the
+    ``domsum meta-eval`` command prints it as one line and exits 2."""
+
 METHODS = ("pearson", "spearman", "kendall")
 LEVELS = ("summary_pooled", "summary_per_doc", "system")
 _FD_RESERVED = {"article", "human", "ground_aspect", "id", "doc_id", "title"}
@@ -139,11 +145,11 @@ def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
         df = pd.DataFrame(records)
         for col in ("doc_id", "system"):
             if col not in df.columns:
-                raise SystemExit(f"meta_eval: long table {path} lacks the column {col!r}")
+                raise MetaEvalError(f"long table {path} lacks the column {col!r}")
         if human in df.columns:
             df = df.rename(columns={human: "human"})
         elif require_human:
-            raise SystemExit(f"meta_eval: no human column {human!r} in {path} "
+            raise MetaEvalError(f"no human column {human!r} in {path} "
                              "(name it with --human, or give per-annotator ratings with --ratings)")
         _check_long_table(df, path)
         n_docs, n_sys = df["doc_id"].nunique(), df["system"].nunique()
@@ -169,7 +175,7 @@ def _check_long_table(df: pd.DataFrame, path: Path) -> None:
         shown = "; ".join(f"document {d!r}, system {sy!r} on rows {', '.join(str(i + 1) for i in rows)}"
                           for (d, sy), rows in list(pairs.items())[:3])
         more = f" (and {len(pairs) - 3} more pairs)" if len(pairs) > 3 else ""
-        raise SystemExit(f"meta_eval: {path}: {len(pairs)} (document, system) pairs appear more than once: "
+        raise MetaEvalError(f"{path}: {len(pairs)} (document, system) pairs appear more than once: "
                          f"{shown}{more}. Keep one row per pair (average repeated ratings first).")
     if "human" in df.columns:
         given = df["human"].map(lambda v: not (v is None or (isinstance(v, float) and math.isnan(v))
@@ -178,7 +184,7 @@ def _check_long_table(df: pd.DataFrame, path: Path) -> None:
         bad = df.index[given & (numbers.isna() | df["human"].map(lambda v: isinstance(v, bool)))]
         if len(bad):
             shown = ", ".join(f"row {i + 1} ({df.at[i, 'human']!r})" for i in bad[:3])
-            raise SystemExit(f"meta_eval: {path}: {len(bad)} human score(s) are not numbers: {shown}"
+            raise MetaEvalError(f"{path}: {len(bad)} human score(s) are not numbers: {shown}"
                              f"{' ...' if len(bad) > 3 else ''}. Fix them, or leave them empty to leave those "
                              f"pairs out.")
         df["human"] = numbers
@@ -229,7 +235,7 @@ def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], ca
     values, facts = battery_documents(cands, refs, _texts(df, "article", "source"), config=cfg)
     for item in facts["skipped"]:
         if item["metric"] in families:
-            raise SystemExit(f"meta_eval: --compute {item['metric']} cannot run: {item['reason']}")
+            raise MetaEvalError(f"--compute {item['metric']} cannot run: {item['reason']}")
     out = {name: values[BATTERY_KEYS[name]] for name in families}
     if "meteor" in families:
         out["meteor_matching"] = facts["details"]["meteor_matching"]
@@ -252,7 +258,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     """
     unknown = [n for n in which if n not in COMPUTABLE]
     if unknown:
-        raise SystemExit(f"meta_eval: unknown --compute metric {unknown[0]!r} "
+        raise MetaEvalError(f"unknown --compute metric {unknown[0]!r} "
                          f"(one of {', '.join(COMPUTABLE)})")
     refs = _texts(df, "reference")
     cands = _texts(df, "summary")
@@ -468,7 +474,7 @@ def load_ratings(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
     df = pd.DataFrame(_read_records(path))
     missing = [c for c in ("doc_id", "aspect", "rating") if c not in df.columns]
     if missing:
-        raise SystemExit(f"meta_eval: ratings file {path} lacks the column(s) {missing}; "
+        raise MetaEvalError(f"ratings file {path} lacks the column(s) {missing}; "
                          f"expected {', '.join(RATING_COLUMNS)}")
     if "annotator" not in df.columns:
         df["annotator"] = "a1"
@@ -680,7 +686,7 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise SystemExit(f"meta_eval: metric column(s) {missing} not in the data")
+        raise MetaEvalError(f"metric column(s) {missing} not in the data")
     rating_md: list[str] = []
     extra: dict[str, Any] = {}
     if ratings is not None:

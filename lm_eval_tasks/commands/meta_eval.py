@@ -12,8 +12,9 @@ here what they mean in a harness run.
 from __future__ import annotations
 
 import argparse
+import sys
 
-from custom_metrics.analysis.meta_eval import COMPUTABLE, run
+from custom_metrics.analysis.meta_eval import COMPUTABLE, MetaEvalError, run
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config, resolve
 
@@ -50,13 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     kappa = [c.strip() for c in args.kappa.split(",")] if args.kappa else None
     if kappa is not None and len(kappa) != 2:
         ap.error("--kappa takes exactly two columns A,B")
-    summary = run(args.input, args.out, fmt=args.format, human=args.human,
-                  metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
-                  compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
-                  bertscore_model=resolve(meta, "bertscore_model"),
-                  bertscore_layers=resolve(meta, "bertscore_layers"),
-                  fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
-                  ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
-                  progress=resolve(meta, "progress"))
+    try:
+        summary = run(args.input, args.out, fmt=args.format, human=args.human,
+                      metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
+                      compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
+                      bertscore_model=resolve(meta, "bertscore_model"),
+                      bertscore_layers=resolve(meta, "bertscore_layers"),
+                      fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
+                      ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
+                      progress=resolve(meta, "progress"))
+    except MetaEvalError as exc:  # the library names the file and rows; one line, no traceback
+        print(f"meta_eval: error: {exc}", file=sys.stderr)
+        return 2
     print(summary["markdown"])
     return 0
