@@ -457,3 +457,17 @@ def test_extra_fields_of_mixed_kinds_are_kept_as_text(tmp_path, tiny_causal_lm):
     [samples] = (tmp_path / "out").rglob(f"samples_{TASK}_*.jsonl")
     docs = [json.loads(line)["doc"] for line in samples.read_text().splitlines()]
     assert sorted(d["meta"] for d in docs) == sorted(['{"x": 1}', "plain", '[1, {"y": 2}]'])
+
+
+def test_repeated_ids_of_a_hub_split_are_renamed_and_traceable(monkeypatch, caplog):
+    """A hub split cannot be edited: a repeated id gets its own, naming the one it repeats."""
+    from lm_eval_tasks.data import loader
+
+    monkeypatch.delenv("DOMSUM_DATA_DIR", raising=False)
+    rows = [{"id": "x", "document": "d1", "summary": "s"}, {"id": "x", "document": "d2", "summary": "s"},
+            {"id": "x", "document": "d3", "summary": "s"}]
+    monkeypatch.setattr(loader, "_load_hub_split", lambda *a, **k: [dict(r) for r in rows])
+    recs = load_split("domainsum", "cnndm", "test", None, task=TASK)
+    assert [r["id"] for r in recs] == ["x", "x#2", "x#3"]
+    assert [r.get("duplicate_id_of") for r in recs] == [None, "x", "x"]
+    assert any("2 record(s) repeat an earlier id" in r.getMessage() for r in caplog.records)

@@ -115,13 +115,6 @@ def iter_jsonl(
         yield validate_record(rec, required, where)
 
 
-def read_jsonl(
-    path: Path, required: Sequence[str] = DEFAULT_FIELDS, task: str | None = None
-) -> list[dict]:
-    """Read a whole validated JSONL file."""
-    return list(iter_jsonl(path, required, task))
-
-
 def seeded_sample(records: Sequence[Any], n: int | None, seed: int) -> list[Any]:
     """``n`` records drawn without replacement with ``random.Random(seed)``.
 
@@ -298,6 +291,7 @@ def load_split(
         records = _load_hub_split(benchmark, subset, split, task, hub_path)
         places = [f"{_where(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
     seen: dict[str, str] = {}
+    renamed = 0
     for i, rec in enumerate(records):
         rec.setdefault("id", f"{benchmark}/{subset}/{split}/{i}")
         if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
@@ -306,10 +300,21 @@ def load_split(
                                 f"{type(rec['id']).__name__}")
             rec["id"] = str(rec["id"])
         if rec["id"] in seen:
-            raise DataError(f"{places[i]}: id {rec['id']!r} is already used at {seen[rec['id']].rsplit(', ', 1)[-1]}"
-                            f"; ids must be unique (scores and comparisons are keyed by them). Give each "
-                            f"record its own id, or remove the id field to number records by position.")
+            if root is not None:  # the user's own file: they can fix it
+                raise DataError(f"{places[i]}: id {rec['id']!r} is already used at "
+                                f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
+                                f"comparisons are keyed by them). Give each record its own id, or remove the "
+                                f"id field to number records by position.")
+            # a hub split cannot be edited: the repeat gets its own id, and says which it repeats
+            original, n = rec["id"], 2
+            while f"{original}#{n}" in seen:
+                n += 1
+            rec["id"], rec["duplicate_id_of"] = f"{original}#{n}", original
+            renamed += 1
         seen[rec["id"]] = places[i]
+    if renamed:
+        log.warning("%s%s/%s %s: %d record(s) repeat an earlier id; renamed <id>#<n>, the original kept in "
+                    "their duplicate_id_of field", _where(task), benchmark, subset, split, renamed)
     return records
 
 
