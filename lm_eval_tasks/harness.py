@@ -466,7 +466,7 @@ class SuiteTask(ConfigurableTask):
                         row = {"doc_id": inst.doc_id, "doc": inst.doc, "target": self.doc_to_target(inst.doc),
                                "arguments": {"gen_args_0": {"arg_0": inst.args[0]}}, "resps": [inst.resps],
                                "filtered_resps": [resp], "filter": filter_name}
-                        fh.write(json.dumps(secrets.mask_obj(row), ensure_ascii=False, default=str) + "\n")
+                        fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         except OSError as exc:
             log.warning("task %s: could not save the generations before judging (%s); they are written with "
                         "the samples at the end of the run", self.spec.name, exc)

@@ -742,7 +742,8 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
 
     # NaN (a metric that does not apply to a document) is written as null: strict JSON
     scores_path, summary_path = output_paths(path, Path(args.out) if args.out else None)
-    write_atomically(scores_path, "".join(json.dumps(secrets.mask_obj(json_safe(row)), ensure_ascii=False) + "\n"
+    # the rows are texts and scores, written as they are (masking could alter a document's text)
+    write_atomically(scores_path, "".join(json.dumps(json_safe(row), ensure_ascii=False) + "\n"
                                           for row in per_sample))
     summary["outputs"] = {"scores": str(scores_path), "summary": str(summary_path)}
     summary = secrets.mask_obj(json_safe(summary))
