@@ -410,8 +410,6 @@ def _judge_describe(ctx: Context) -> dict[str, Any]:
 
     if ctx.judge is None:
         return {}
-    from custom_metrics import secrets
-
     return {"judge_model_used": ctx.judge.model, "judge_base_url_used": ctx.judge.shown_endpoint,
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
@@ -504,14 +502,20 @@ def fm_details_file(asked: str) -> Path:
     return _FM_DETAILS[asked]
 
 
-def _finite_or_none(obj: Any) -> Any:
-    """NaN and infinities as None, so the details file is strict JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
+def json_safe(obj: Any) -> Any:
+    """``obj`` with NaN/inf as None and numpy scalars as Python numbers: strict JSON.
+
+    Why: a metric that does not apply to a document is NaN, which ``json.dumps``
+    writes as the non-standard ``NaN`` that other JSON readers reject.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
+        return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite_or_none(v) for v in obj]
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "item") and type(obj).__module__ == "numpy":
+        return json_safe(obj.item())
     return obj
 
 
@@ -543,7 +547,7 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
         path = fm_details_file(str(details))
         with open(path, "a", encoding="utf-8") as fh:
             for extra, item in zip(batch.extras, res["per_item"]):
-                row = _finite_or_none({"task": extra.get("task"), "id": extra.get("id"), **item})
+                row = json_safe({"task": extra.get("task"), "id": extra.get("id"), **item})
                 fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
         ctx.record["fm_details_written"] = str(path)
     per = res["per_item"]

@@ -1,5 +1,5 @@
 """The one place secrets are hidden: every file the suite writes and every line it prints
-about a judge, an endpoint or the settings passes through :func:`redact`.
+about a judge, an endpoint or the settings passes through :func:`mask` or :func:`mask_obj`.
 
 Why one place: a key reaches the suite by several doors (``OPENAI_API_KEY``,
 ``DOMSUM_JUDGE_API_KEY``, a judge config, ``judge_api_key`` in ``--metadata``, a URL's
@@ -78,7 +78,7 @@ def mask(text: Any, config: Any = None) -> str:
 
 def mask_obj(obj: Any, secrets: Sequence[str] | None = None) -> Any:
     """A copy of a JSON-like value with every string masked (error bodies, cache rows,
-    results metadata, run cards)."""
+    results metadata, run cards); ``secrets``: :func:`known` when not given."""
     secrets = known() if secrets is None else secrets
     if isinstance(obj, str):
         return _mask_text(obj, secrets)
@@ -88,13 +88,3 @@ def mask_obj(obj: Any, secrets: Sequence[str] | None = None) -> Any:
         return [mask_obj(v, secrets) for v in obj]
     return obj
 
-
-def redact(obj: Any, secret_keys: Sequence[str] = ()) -> Any:
-    """``obj`` ready to be written or printed: mapping entries named in ``secret_keys``
-    dropped (a key given where it does not belong, e.g. ``judge_api_key`` in metadata),
-    and every string masked."""
-    if secret_keys and isinstance(obj, Mapping):
-        for key in secret_keys:
-            register(obj.get(key))
-        obj = {k: v for k, v in obj.items() if k not in secret_keys}
-    return mask_obj(obj)

@@ -212,15 +212,14 @@ def _model_arg_keys() -> set[str] | None:
     task cannot tell ``pretrained`` from a misspelled setting by the metadata alone;
     ``simple_evaluate`` holds them in its local ``model_args`` while it builds the tasks.
     """
+    from lm_eval.utils import simple_parse_args_string
+
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
             args = frame.f_locals["model_args"]
-            if isinstance(args, dict):
-                return set(args)
-            if isinstance(args, str):
-                return {part.split("=", 1)[0].strip() for part in args.split(",") if "=" in part}
-            return set()
+            # parsed as simple_evaluate parses them before merging them into the metadata
+            return set(simple_parse_args_string(args) if isinstance(args, str) else args or {})
         frame = frame.f_back
     return None
 
@@ -448,8 +447,8 @@ class SuiteTask(ConfigurableTask):
         harness's samples layout, so ``domsum rescore FILE`` finishes the scoring and the
         judging, paying only for what the judge cache does not hold yet.
         """
-        folder = str(settings.resolve(self.meta, "generations_dir") or "")
-        if folder.strip().lower() in ("", "off", "none", "false", "0"):
+        folder = settings.resolve(self.meta, "generations_dir")
+        if settings.is_off(folder):
             return
         from datetime import datetime
         from pathlib import Path
@@ -684,7 +683,7 @@ class SuiteTask(ConfigurableTask):
         meta = dict(cfg.get("metadata") or {})
         meta.update(json.loads(json.dumps(self.run_record(), default=str)))
         cfg["metadata"] = meta
-        return secrets.redact(cfg)
+        return secrets.mask_obj(cfg)
 
 
 # ---------------------------------------------------------------------- the CLI, suite only

@@ -336,13 +336,22 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
             kwargs[name] = resolve(metadata, key)
         except SettingError as exc:
             raise JudgeConfigError(str(exc)) from None
-    if "cache_path" in kwargs and str(kwargs["cache_path"]).strip().lower() in ("off", "none", "false", "0", ""):
+    if "cache_path" in kwargs and is_off(kwargs["cache_path"]):
         kwargs["cache_path"] = None
     if "logprobs" in kwargs:
         v = str(kwargs["logprobs"]).strip().lower()
         kwargs["logprobs"] = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}.get(v, v)
     kwargs.update({k: v for k, v in overrides.items() if v is not None})
     return JudgeConfig(**kwargs)
+
+
+def is_off(value: Any) -> bool:
+    """A folder or file setting switched off: empty, or one of the score cache's words
+    (``off``, ``none``, ``false``, ``no``, ``0``), so every such setting reads them alike."""
+    from custom_metrics.bertscore import CACHE_OFF
+
+    text = "" if value is None else str(value).strip().lower()
+    return not text or text in CACHE_OFF
 
 
 def markdown_table() -> str:

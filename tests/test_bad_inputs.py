@@ -248,7 +248,7 @@ def test_fm_details_never_replace_an_earlier_file(tmp_path):
     first = registry.fm_details_file(str(asked))
     assert first == tmp_path / "fm.2.jsonl" and asked.read_text() == "earlier run\n"
     assert registry.fm_details_file(str(asked)) == first  # every task of one run: one file
-    assert registry._finite_or_none({"a": [math.nan, 1.0], "b": math.inf}) == {"a": [None, 1.0], "b": None}
+    assert registry.json_safe({"a": [math.nan, 1.0], "b": math.inf}) == {"a": [None, 1.0], "b": None}
 
 
 def test_rescore_never_overwrites_and_outputs_never_collide(tmp_path):

@@ -58,6 +58,18 @@ def _exact_p(a, b) -> float:
     return float(res.pvalue)
 
 
+def _bertscore_pair(runs: dict, task: str, first: tuple[str, str], second: tuple[str, str]):
+    """The significance table's BERTScore row comparing two (system label, run folder)
+    pairs, in the row's A/B order: (row, A's and B's logged samples, and their scores on
+    the documents both logged)."""
+    rows = report_table(runs["out"], "significance")
+    r = next(r for r in rows if r["Key"] == "BERTScore" and {r["A"], r["B"]} == {first[0], second[0]})
+    one, two = (_samples(runs["root"] / folder, task) for _, folder in (first, second))
+    a, b = (one, two) if r["A"] == first[0] else (two, one)
+    docs = [d for d in a if d in b]
+    return r, a, b, [a[d]["bertscore_f1"] for d in docs], [b[d]["bertscore_f1"] for d in docs]
+
+
 def _value(cell: str) -> float:
     return float(cell.split()[0])
 
@@ -194,13 +206,7 @@ def test_settings_table_compares_one_system_on_shared_documents(runs):
 
 def test_significance_pairs_systems_on_shared_documents_with_n(runs):
     m = runs["model"]
-    rows = report_table(runs["out"], "significance")
-    r = next(r for r in rows if r["Key"] == "BERTScore"
-             and {r["A"], r["B"]} == {f"{m} (2-shot)", f"{m} (chat) (2-shot)"})
-    plain2, chat = _samples(runs["root"] / "plain2", TASK_2), _samples(runs["root"] / "chat", TASK_2)
-    a, b = (plain2, chat) if r["A"] == f"{m} (2-shot)" else (chat, plain2)
-    docs = [d for d in a if d in b]
-    xa, xb = [a[d]["bertscore_f1"] for d in docs], [b[d]["bertscore_f1"] for d in docs]
+    r, a, b, xa, xb = _bertscore_pair(runs, TASK_2, (f"{m} (2-shot)", "plain2"), (f"{m} (chat) (2-shot)", "chat"))
     assert (r["n shared"], r["n A"], r["n B"]) == ("2", str(len(a)), str(len(b)))
     assert {len(a), len(b)} == {2, 3}
     assert float(r["A score"]) == pytest.approx(100 * _mean(xa), abs=0.005)
@@ -228,13 +234,8 @@ def test_api_run_is_named_by_its_served_model(runs):
 
 def test_runs_differing_in_max_doc_words_are_two_systems(runs):
     m = runs["model"]
-    rows = report_table(runs["out"], "significance")
-    r = next(r for r in rows if r["Key"] == "BERTScore"
-             and {r["A"], r["B"]} == {f"{m} (0-shot)", f"{m} [max_doc_words=20] (0-shot)"})
-    plain, budget = _samples(runs["root"] / "plain0", TASK_0), _samples(runs["root"] / "budget", TASK_0)
-    a, b = (plain, budget) if r["A"] == f"{m} (0-shot)" else (budget, plain)
-    docs = [d for d in a if d in b]
-    xa, xb = [a[d]["bertscore_f1"] for d in docs], [b[d]["bertscore_f1"] for d in docs]
+    r, a, b, xa, xb = _bertscore_pair(runs, TASK_0, (f"{m} (0-shot)", "plain0"),
+                                      (f"{m} [max_doc_words=20] (0-shot)", "budget"))
     assert r["n shared"] == r["n A"] == r["n B"] == "3"
     assert float(r["A − B"]) == pytest.approx(100 * (_mean(xa) - _mean(xb)), abs=0.005)
     loaded = load_runs([str(runs["root"] / "plain0"), str(runs["root"] / "budget")], with_samples=False)

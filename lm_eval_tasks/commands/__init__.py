@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.registry import json_safe  # noqa: F401 - the commands' import of it
 from lm_eval_tasks.catalog import UnknownTask, lookup
 
 #: the command line that starts the harness for suite tasks: ``domsum run`` (``lm_eval``'s
@@ -81,23 +82,13 @@ def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, An
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-def json_safe(obj: Any) -> Any:
-    """``obj`` with NaN/inf as None and numpy scalars as Python numbers: strict JSON.
-
-    Why: a metric that does not apply to a document is NaN, which ``json.dumps``
-    writes as the non-standard ``NaN`` that other JSON readers reject.
-    """
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if hasattr(obj, "item") and type(obj).__module__ == "numpy":
-        return json_safe(obj.item())
-    return obj
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, then a rename, so
+    an interrupted command never leaves a half-written output or mirror split."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def subprocess_env() -> dict[str, str]:

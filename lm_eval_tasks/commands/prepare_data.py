@@ -35,6 +35,7 @@ from pathlib import Path
 
 from custom_metrics.progress import is_enabled
 from lm_eval_tasks import catalog
+from lm_eval_tasks.commands import write_atomically
 from lm_eval_tasks.data.loader import HUB_SOURCES, DataError, load_split, validate_record
 
 RELEASE_RE = re.compile(
@@ -75,10 +76,7 @@ def write_splits(planned: dict[Path, list[dict]], overwrite: bool) -> list[str]:
         if dest.is_file() and dest not in changed:
             written.append(f"{dest} ({n} records, unchanged)")
             continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.partial")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(dest)
+        write_atomically(dest, text)
         written.append(f"{dest} ({n} records)")
     return written
 

@@ -87,7 +87,7 @@ from typing import Any
 from custom_metrics import registry, secrets
 from lm_eval_tasks import settings
 from lm_eval_tasks.catalog import UnknownTask
-from lm_eval_tasks.commands import json_safe, parse_metadata, task_target, with_flags
+from lm_eval_tasks.commands import json_safe, parse_metadata, task_target, with_flags, write_atomically
 from lm_eval_tasks.settings import SettingError
 
 log = logging.getLogger("rescore")
@@ -773,14 +773,6 @@ def check_outputs(inputs: Sequence[Path], out_dir: Path | None, overwrite: bool)
             if out.exists() and not overwrite:
                 raise ScoreError(f"{out} already exists (an earlier rescore, perhaps with paid judge scores); pass "
                                  f"--overwrite to replace it, or --out another folder")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 # =========================================================================== command line

@@ -123,6 +123,11 @@ class Served:
     model: str
     log: Path
 
+    def requests_logged(self) -> int:
+        """Requests the server has logged so far: ``transformers serve`` logs one
+        ``[Request received]`` line each, at warning level, on line-buffered stderr."""
+        return self.log.read_text(encoding="utf-8", errors="replace").count("[Request received]")
+
     @property
     def chat_url(self) -> str:
         return self.base_url + "/chat/completions"

@@ -13,8 +13,7 @@ test checks the accounting, not the model:
 
 * every item is scored or counted as a failure with a reason (scored + failed = total);
 * the requests the judge counted (``http_calls``) equal the requests the server logged
-  (one ``[Request received]`` line each: ``transformers serve`` logs it at warning
-  level, on line-buffered stderr);
+  (``Served.requests_logged``);
 * the server's single choice per sampled reply is recorded (``choices_short``) and
   made up with single-choice requests (``sample_topups``).
 
@@ -25,8 +24,6 @@ is up.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from helpers.judge_server import clear_judge_env
 
@@ -35,7 +32,6 @@ from custom_metrics.judge import AUTO_TIMEOUT_FLOOR_S, JudgeConfig, JudgeStats, 
 from lm_eval_tasks.settings import judge_config
 
 N_SAMPLES = 3
-REQUEST_LINE = "[Request received]"
 
 DOCUMENTS = [
     "Randomised trial of drug A in 200 adults with hypertension. Drug A lowered systolic blood pressure "
@@ -53,11 +49,6 @@ REFERENCE_FACETS = [
      "result": "Students slept 6.1 hours on average.", "conclusion": "Short sleep goes with lower grades."},
 ]
 REFERENCES = [" ".join(f[k] for k in FACETS) for f in REFERENCE_FACETS]
-
-
-def requests_logged(log: Path) -> int:
-    """Chat requests the server has logged so far."""
-    return log.read_text(encoding="utf-8", errors="replace").count(REQUEST_LINE)
 
 
 @pytest.fixture
@@ -92,9 +83,9 @@ def check_accounting(stats: JudgeStats | dict, logged: int) -> dict:
 
 
 def test_fm_on_two_scholarsum_rows_with_defaults(config, smollm2_server):
-    before = requests_logged(smollm2_server.log)
+    before = smollm2_server.requests_logged()
     out = fm_scores(REFERENCES, SUMMARIES, config, reference_facets=REFERENCE_FACETS, extract_max_tokens=32)
-    st = check_accounting(out["usage"], requests_logged(smollm2_server.log) - before)
+    st = check_accounting(out["usage"], smollm2_server.requests_logged() - before)
     fm_kinds = {"reference_extraction", "candidate_extraction", "no_reference_facets", "rating"}
     for item in out["per_item"]:
         assert (item["fm"] is None) == (item["failure"] in fm_kinds)
@@ -117,9 +108,9 @@ def test_samples_mode_records_the_servers_single_choice(config, smollm2_server):
 
     sampled = dataclasses.replace(config, logprobs="off")
     request = [{"role": "user", "content": "Rate this summary from 1 to 5. Summary: cats are nice. Score (1-5):"}]
-    before = requests_logged(smollm2_server.log)
+    before = smollm2_server.requests_logged()
     res = judge_scores([request], (1, 5), sampled)
-    st = check_accounting(res.stats, requests_logged(smollm2_server.log) - before)
+    st = check_accounting(res.stats, smollm2_server.requests_logged() - before)
     attempts = 1 + st["parse_retries"]
     assert st["choices_short"] == attempts and st["sample_topups"] == (N_SAMPLES - 1) * attempts
     assert st["http_calls"] == N_SAMPLES * attempts

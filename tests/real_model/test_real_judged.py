@@ -28,11 +28,6 @@ from conftest import FIXTURE_DATA, ROOT, minilm_dir, own_samples, run_lm_eval, s
 JUDGED, FM, FOCUS = "adapteval_pubmed_judged", "adapteval_pubmed_fm", "ccsbench_focus"
 TASKS = (JUDGED, FM, FOCUS)
 LIMIT, GEN = 2, 32
-REQUEST_LINE = "[Request received]"
-
-
-def requests_logged(smollm2_server) -> int:
-    return smollm2_server.log.read_text(encoding="utf-8", errors="replace").count(REQUEST_LINE)
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +52,9 @@ def judged(smollm2_checkpoint, smollm2_server, vocab_dir, tmp_path_factory):
             "--apply_chat_template", "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--log_samples",
             "--gen_kwargs", f"max_gen_toks={GEN}", "--metadata", json.dumps(meta)]
     env = subprocess_env(OMP_NUM_THREADS="2", OPENAI_API_KEY="local", OPENAI_BASE_URL="")
-    before = requests_logged(smollm2_server)
+    before = smollm2_server.requests_logged()
     res = run_lm_eval(args, folder / "run1", env=env)
-    return folder, res, requests_logged(smollm2_server) - before, env
+    return folder, res, smollm2_server.requests_logged() - before, env
 
 
 def score(sample: dict, key: str) -> float:
@@ -147,14 +142,14 @@ def test_rescoring_the_saved_generations_is_paid_by_the_cache(judged, smollm2_se
     judge and cache asks the server nothing new and gives the logged scores back."""
     folder, res, _, env = judged
     [samples] = (folder / "run1").rglob(f"samples_{JUDGED}_*.jsonl")
-    before = requests_logged(smollm2_server)
+    before = smollm2_server.requests_logged()
     proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics", "judge",
                            "--judge-model", smollm2_server.model, "--judge-base-url", smollm2_server.base_url,
                            "--judge-cache", str(folder / "judge.sqlite"), "--judge-n-samples", "1",
                            "--out", str(tmp_path), "--no-progress"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert requests_logged(smollm2_server) - before <= 1  # the endpoint check at most
+    assert smollm2_server.requests_logged() - before <= 1  # the endpoint check at most
     summary = json.loads(next(tmp_path.glob("*.summary.json")).read_text())
     assert summary["judge_calls"]["http_calls"] == 0
     assert summary["judge_calls"]["cache_hits"] == res["configs"][JUDGED]["metadata"]["judge_usage"]["answers"]
