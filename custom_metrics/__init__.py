@@ -2,7 +2,7 @@
 
 Plain functions over strings and lists, no harness import, batched. Heavy scorers
 (BERTScore encoder, judge client, language models) are loaded lazily and kept per
-process. See README.md ("Python API") for the table of public functions.
+process. See docs/metrics.md ("Python API") for the public functions.
 """
 
 from custom_metrics.battery import medqsum_battery

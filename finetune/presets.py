@@ -5,7 +5,7 @@ preset does not set comes from :class:`finetune.config.FinetuneConfig`'s default
 and YAML files and command-line flags override both (see ``finetune/config.py``).
 
 Sources (values marked "paper" are the papers'; the others are ours, chosen so the
-preset runs as the paper describes, and listed in README's presets table):
+preset runs as the paper describes, and listed in the presets table of docs/finetune.md):
 
 * ``adapteval``: Afzal et al., *AdaptEval* (2024), fine-tuning setup: LoRA r=64,
   alpha=16, dropout 0.1, paged AdamW (32-bit), beta2 0.999, learning rate 2e-4 with a

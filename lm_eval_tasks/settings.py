@@ -3,7 +3,7 @@
 Why one table: the harness hands ``--metadata`` to the task config, not to metric
 functions, and the same knob (BERTScore encoder, judge endpoint, data mirror) is read
 by the tasks, re-scoring, fine-tuning and the analysis commands. Each knob is one
-:class:`Setting` row below; README's settings table is generated from it
+:class:`Setting` row below; the settings table of docs/settings.md is generated from it
 (:func:`markdown_table`, checked by a test), and the results JSON records the values a
 run actually used.
 
@@ -255,7 +255,7 @@ def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -
     """The value of setting ``key``: metadata > environment > ``default`` or the row's default."""
     row = SETTINGS.get(key)
     if row is None:
-        raise KeyError(f"unknown setting {key!r}; settings are listed in README (lm_eval_tasks/settings.py)")
+        raise KeyError(f"unknown setting {key!r}; settings are listed in docs/settings.md (lm_eval_tasks/settings.py)")
     value, source = _raw(metadata, row)
     if source == "default":
         return row.default if default is None else default
@@ -303,8 +303,8 @@ def check_metadata(metadata: Mapping[str, Any] | None, where: str,
         if allowed is None and not near:
             continue
         hint = f"; did you mean {near[0]!r}?" if near else "."
-        raise SettingError(f"{where}: unknown setting {key!r}{hint} The settings are listed in README "
-                           f"(Settings) and in lm_eval_tasks/settings.py.")
+        raise SettingError(f"{where}: unknown setting {key!r}{hint} The settings are listed in "
+                           f"docs/settings.md and in lm_eval_tasks/settings.py.")
 
 
 def source_of(metadata: Mapping[str, Any] | None, key: str) -> str:
@@ -355,7 +355,7 @@ def is_off(value: Any) -> bool:
 
 
 def markdown_table() -> str:
-    """README's settings table, generated from :data:`SETTINGS`."""
+    """The settings table of docs/settings.md, generated from :data:`SETTINGS`."""
     lines = ["| metadata key | environment variable | type | default | meaning |", "|---|---|---|---|---|"]
     for s in SETTINGS.values():
         key = "(environment only)" if s.secret else f"`{s.key}`"

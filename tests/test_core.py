@@ -67,9 +67,10 @@ def test_few_shot_leaves_report_their_shots():
 # --------------------------------------------------------------------------- settings
 
 
-def test_readme_settings_table_is_generated_from_the_table():
-    readme = (ROOT / "README.md").read_text()
-    assert settings.markdown_table() in readme, "README's settings table is stale: paste settings.markdown_table()"
+def test_docs_settings_table_is_generated_from_the_table():
+    page = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert settings.markdown_table() in page, (
+        "docs/settings.md's table is stale: run python -m lm_eval_tasks.reference --write")
 
 
 def test_precedence_metadata_environment_default(monkeypatch):

@@ -69,7 +69,10 @@ def test_metric_library_imports_no_suite_code():
 
 
 def test_packages_import_no_tests_and_no_cli():
-    offenders = {f: _hits(i, ("tests", "helpers", "conftest", "lm_eval_tasks.cli", "scripts"))
+    # the docs renderer documents the command line, so it alone sits above it
+    above_cli = {"lm_eval_tasks/reference.py"}
+    offenders = {f: _hits(i, ("tests", "helpers", "conftest", "scripts")
+                          + (() if f in above_cli else ("lm_eval_tasks.cli",)))
                  for f, i in _package_files().items()}
     assert not {f: h for f, h in offenders.items() if h}
 

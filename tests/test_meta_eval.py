@@ -282,7 +282,7 @@ def test_ratings_file_missing_columns_is_a_clear_error(tmp_path):
 
 
 def test_fd_fixture_worked_example(tmp_path):
-    """The README's worked example: the FD-format fixture, with our ROUGE-L computed."""
+    """docs/benchmarks/fm.md's worked example: the FD-format fixture, with our ROUGE-L computed."""
     s = meta_eval.run(FIX / "fd_sample.jsonl", tmp_path / "o", compute=["rouge"], n_boot=100)
     assert s["counts"]["systems"] == 3 and s["counts"]["empty_summaries"] == 1
     assert list(s["rankings"].index) == ["faithful", "partial", "wrong"]

@@ -138,7 +138,7 @@ def test_judge_requests_add_up_to_what_the_server_logged(judged):
 
 
 def test_rescoring_the_saved_generations_is_paid_by_the_cache(judged, smollm2_server, tmp_path):
-    """README's resume path: ``domsum rescore`` over the logged generations with the same
+    """The resume path of docs/troubleshooting.md: ``domsum rescore`` over the logged generations with the same
     judge and cache asks the server nothing new and gives the logged scores back."""
     folder, res, _, env = judged
     [samples] = (folder / "run1").rglob(f"samples_{JUDGED}_*.jsonl")
