@@ -29,13 +29,14 @@ from custom_metrics.judge import (
     JudgeRequestError,
     JudgeResult,
     JudgeStats,
+    ask,
     judge_scores,
     judge_scores_async,
     judge_texts,
     judge_texts_async,
     notice_judge_skipped,
 )
-from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge
+from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, adapteval_judge
 from custom_metrics.hf_models import ModelUnavailable
 from custom_metrics.mauve import mauve_scores
 from custom_metrics.measures import (
@@ -70,7 +71,7 @@ __all__ = [
     "ngram_coverage", "ngram_diversity", "novel_ngram_ratio", "pair_measures", "summarize_pairs",
     "ADAPTEVAL_METRICS", "ENGLISH_STOPWORDS", "JudgeConfig", "JudgeConfigError", "JudgeError",
     "JudgeRequestError", "JudgeResult", "JudgeStats", "VocabularyNotFoundError", "adapteval_judge",
-    "aggregate_shift", "bertscore", "build_vocabulary", "count_tokens", "domain_word_mask", "dvo",
+    "aggregate_shift", "ask", "bertscore", "build_vocabulary", "count_tokens", "domain_word_mask", "dvo",
     "dvo_scores", "dvo_token", "dvo_token_scores", "judge_scores", "judge_scores_async", "judge_texts",
     "judge_texts_async",
     "load_vocabulary", "notice_judge_skipped", "position_shift",

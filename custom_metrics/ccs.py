@@ -317,9 +317,8 @@ def judge_labels(requests: Sequence[list[dict[str, str]]], answers: Mapping[str,
                  desc: str = "judge labels", generations: Sequence[str | None] | None = None) -> Any:
     """One label per request from the judge's reply text, batched and cached.
 
-    Why not :func:`custom_metrics.judge.judge_scores`: C.3 asks for a word, and the
-    judge core scores numbers only. This is the core's text engine
-    (:func:`custom_metrics.judge.judge_texts`: timeout and concurrency sized from the
+    Why ``parse``, not a scale: C.3 asks for a word, not a rating. This is the judge's
+    one entry (:func:`custom_metrics.judge.ask` with ``parse``: timeout and concurrency sized from the
     first request unless set, retries, SQLite cache and claims, in-batch
     de-duplication, the second ask after an unparsable reply, per-item failure
     reasons, empty generations not sent, every item counted) with each attempt one
@@ -334,10 +333,10 @@ def judge_labels(requests: Sequence[list[dict[str, str]]], answers: Mapping[str,
     from custom_metrics import judge
 
     positive = next(iter(answers.values()))
-    return judge.judge_texts(list(requests), lambda text: parse_focus_label(text, answers), config,
-                             max_tokens=max(config.max_tokens, FOCUS_MAX_TOKENS),
-                             score=lambda label: float(label == positive), mode="label", desc=desc,
-                             generations=generations)
+    return judge.ask(config, list(requests), parse=lambda text: parse_focus_label(text, answers),
+                     max_tokens=max(config.max_tokens, FOCUS_MAX_TOKENS),
+                     score=lambda label: float(label == positive), mode="label", desc=desc,
+                     generations=generations)
 
 
 def judge_focus(summaries: Sequence[str], config: Any,

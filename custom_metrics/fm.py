@@ -7,7 +7,8 @@ released as ScholarSum, ``iriscxy/ScholarSum``, ``FM metric code/``).
 Formula
 -------
 Prompts are the release's own strings (``1aspect_extraction.py``, ``2evaluation.py``),
-which match the supplementary appendix's section B.1 and Figures 1-2.
+which match the supplementary appendix's section B.1 and Figures 1-2
+(:mod:`custom_metrics.fm_prompts`).
 
 1. **Facet extraction**: the judge reads one abstract (reference and
    candidate separately) and returns JSON with keys ``background``, ``method``,
@@ -21,7 +22,7 @@ which match the supplementary appendix's section B.1 and Figures 1-2.
    information, 2 not mentioned, 1 contradicts). A facet the reference lacks is left
    out (fraction 0, as in the release); a facet the reference has but the candidate
    lacks gets the lowest rating (1) without a judge call, as the release does.
-   Ratings go through :func:`custom_metrics.judge.judge_scores` (G-Eval scoring:
+   Ratings go through :func:`custom_metrics.judge.ask` with a scale (G-Eval scoring:
    log-probability weighted, or the mean of samples), so they may be fractional.
 3. **Score** :func:`fm_aggregate`: rating / scale maximum per facet, weighted
    background 0.1, method 0.3, result 0.3, conclusion 0.3, renormalised over the
@@ -37,12 +38,12 @@ candidate lacks) and ``fm_vanilla`` is the lowest rating, 1/4. They are counted 
 ``JudgeStats.empty_skipped`` (``usage``). Why not NaN: leaving them out of the mean
 would reward a model for producing nothing on hard documents.
 
-Judge plumbing: replies that are free text (facet JSON) go through the judge core's
-text engine (:func:`custom_metrics.judge.judge_texts`: the same client, sizing of
-timeout and concurrency, retries with backoff, in-batch de-duplication, SQLite cache
-and per-item counting), reused, not copied. Ratings use the public
-:func:`judge_scores`. Every pair is scored or counted as a failure with a reason,
-also when the judge stops answering (see :func:`fm_scores`).
+Judge plumbing: every call goes through the judge's one entry,
+:func:`custom_metrics.judge.ask`: free-text replies (facet JSON) with ``parse``, ratings
+with ``scale``; the same client, sizing of timeout and concurrency, retries with
+backoff, in-batch de-duplication, SQLite cache and per-item counting. Every pair is
+scored or counted as a failure with a reason, also when the judge stops answering
+(see :func:`fm_scores`).
 """
 
 from __future__ import annotations
@@ -56,14 +57,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from custom_metrics import secrets
+from custom_metrics.fm_prompts import DEMOS_3, DEMOS_4, EXTRACTION_INSTRUCTION, RULES_3, RULES_4, VANILLA_RULES
 from custom_metrics.judge import (
     JudgeConfig,
     JudgeRequestError,
     JudgeStats,
     Messages,
+    ask,
     is_empty_generation,
-    judge_scores,
-    judge_texts,
     notice_judge_skipped,
 )
 
@@ -75,110 +76,6 @@ FACET_SCALES: dict[str, tuple[int, int]] = {"background": (1, 3), "method": (1, 
                                             "result": (1, 4), "conclusion": (1, 3)}
 VANILLA_SCALE = (1, 4)
 EXTRACT_MAX_TOKENS = 1024
-
-# Release 1aspect_extraction.py (appendix B.1): the extraction instruction, verbatim.
-EXTRACTION_INSTRUCTION = (
-    "What is the background/method/result/conclusion of this work? Extract segment of the input "
-    "as the answer. Return the answer in json format, where the key is "
-    "background/method/result/conclusion. If any category is not represented in the input, its "
-    "value should be left empty."
-)
-
-# Appendix B.1 Figures 1 and 2 / release ``2evaluation.py``: the rating rules, verbatim.
-# The paper's prompts carry the in-context examples below; the issue's zero-shot
-# default sends the rules alone, and the ``few`` variant adds the authors' examples.
-_RULES_3 = (
-    "Using a less strict criterion, assess the alignment (1-3) between the two inputs. \n\n"
-    "- 3: Input2 is generally consistent with Input1.\n"
-    "- 2: Input1 is not mentioned in Input2.\n"
-    "- 1: Input2 contradicts Input1.\n\n"
-    "Only return the number. \n\n"
-)
-_RULES_4 = (
-    "Assess the alignment (1-4) between the two inputs. \n\n"
-    "- 4: Input2 generally covers the information present in Input1, or omits minor details "
-    "from Input1.\n"
-    "- 3: Input2 omits important information from Input1.\n"
-    "- 2: Input1 is not mentioned in Input2.\n"
-    "- 1: Input2 contradicts Input1.\n\n"
-    "Only return the number. \n\n"
-)
-# The authors' in-context examples (Figures 1 and 2; PubMed abstracts and system
-# outputs of the FD benchmark), as the release sends them.
-_DEMOS_3 = (
-    "Example 1:\n"
-    "Input1: the use of 2-[18f]fluoro-2-deoxy - d - glucose ( [ 18f]fdg ) may help to establish the "
-    "antitumor activity of enzastaurin , a novel protein kinase c - beta ii ( pkc-ii ) inhibitor , in "
-    "mouse xenografts .\n"
-    "Input2: Imaging techniques, such as positron emission tomography (PET), are important for diagnosing "
-    "and monitoring cancer patients. The glucose analogue 2-[F]fluoro-2-deoxy-D-glucose (FDG) is commonly "
-    "used as a tracer in PET imaging to assess tissue glucose utilization. FDG PET is widely used in "
-    "diagnosing various types of cancer, and it is being evaluated as a tool to assess the effects of "
-    "anticancer drugs. Enzastaurin is a novel compound that inhibits protein kinase C-beta (PKC-), which "
-    "has been implicated in tumor growth.\n"
-    "Number: 3\n\n"
-    "Example 2:\n"
-    "Input1: nissen fundoplication is an effective treatment of gastroesophageal reflux in infants .\n "
-    "laparoscopic procedures after previous laparotomy are technically more challenging .\n the role of "
-    "laparoscopic nissen fundoplication after neonatal laparotomy for diseases unrelated to reflux is "
-    "poorly described.\n"
-    "Input2: The article discusses the complex nature of gastroesophageal reflux in neonates and infants, "
-    "which is often caused by a combination of developmental and anatomical factors. \n"
-    "Number: 2\n\n"
-    "Example 3:\n"
-    "Input1: [ 18f]fdg pet imaging technique does not correlate with standard caliper assessments in "
-    "xenografts to assess the antitumor activity of enzastaurin .\n"
-    "Input2: These findings suggest that [18F]FDG PET imaging is a useful tool for assessing the antitumor "
-    "effects of novel compounds, such as enzastaurin, in preclinical studies.\n"
-    "Number: 1\n\n"
-)
-_DEMOS_4 = (
-    "Example 1:\n"
-    "Input1: We analyzed the methylation status of protocadherin8 in 162 prostate cancer tissues and 47 "
-    "benign prostatic hyperplasia tissues using methylation-specific PCR (MSP). The patients with prostate "
-    "cancer were followed up for 15-60 months, and biochemical recurrence was defined as the period between "
-    "radical prostatectomy and the measurement of 2 successive values of serum PSA level 0.2 ng/ml.\n"
-    "Input2: the promoter methylation status of protocadherin8 in 162 prostate cancer tissues and 47 normal "
-    "prostate tissues was examined using methylation - specific pcr ( msp ) .   subsequently , the "
-    "relationships between protocadherin8 methylation and clinicopathological features of prostate cancer "
-    "patients and biochemical recurrence - free survival of patients were analyzed.\n"
-    "Number: 4\n\n"
-    "Example 2:\n"
-    "Input1: the present study included 515 patients admitted to the coronary care units or equivalent "
-    "cardiology wards of the participating hospitals between 2011 and 2012 in north punjab , pakistan .   "
-    "the analysis was focused on identifying the socioeconomic status , lifestyle , family history of mi , "
-    "and risk factors ( i.e. hypertension , diabetes , smoking , and hyperlipidemia ) . a structured "
-    "questionnaire was designed to collect data . the lipid profile was recorded from the investigation "
-    "chart of every patient . for statistical analysis , the kruskal wallis , mann - whitney u , wilcoxon "
-    ", and chi - square tests were used.\n"
-    "Input2: a population - based cross - sectional study was conducted in six regions in north punjab ( "
-    "urban and rural patients ). data were collected using trained trained staff from the patients admitted "
-    "in coronary care units or equivalent cardiology hospitals in the participating hospitals.\n"
-    "Number: 3\n\n"
-    "Example 3:\n"
-    "Input1: hyperglycemia , commencing on the first dose of the steroid given , persisted even after the "
-    "discontinuation of steroids and improvement of other signs .   there were no signs of pancreatitis or "
-    "type 1 diabetes clinically in laboratory tests .   her blood glucose levels were regulated at first "
-    "with insulin and later with metformin . within 1 year of follow - up , still regulated with oral "
-    "antidiabetics , she has been diagnosed with type 2 diabetes . \n"
-    "Input2: The patient was treated with discontinuation of carbamazepine, antihistaminic and systemic "
-    "steroids, and her hyperglycemia resolved with metformin treatment. The patient's lung, skin, liver, and "
-    "renal findings regressed, and a patch test with carbamazepine was positive.\n"
-    "Number: 2\n\n"
-    "Example 4:\n"
-    "Input1: hyperglycemia , commencing on the first dose of the steroid given , persisted even after the "
-    "discontinuation of steroids and improvement of other signs . there were no signs of pancreatitis or "
-    "type 1 diabetes clinically in laboratory tests . within 1 year of follow - up , still regulated with "
-    "oral antidiabetics , she has been diagnosed with type 2 diabetes .\n"
-    "Input2: the patient recovered without any sequelae.\n"
-    "Number: 1\n\n"
-)
-# The vanilla baseline is ours: the paper names a direct GPT-4 rating without giving
-# its prompt, so we reuse the 1-4 rules above on whole abstracts.
-_VANILLA_RULES = _RULES_4.replace(
-    "between the two inputs. ",
-    "between the two inputs. Input1 is a reference abstract and Input2 a candidate abstract of "
-    "the same paper. ", 1)
 
 
 # =========================================================================== prompts
@@ -193,14 +90,14 @@ def alignment_messages(facet: str, reference_segment: str, candidate_segment: st
     if facet not in FACET_SCALES:
         raise ValueError(f"unknown facet {facet!r}; choose from {FACETS}")
     four = FACET_SCALES[facet][1] == 4
-    rules = _RULES_4 if four else _RULES_3
-    demos = (_DEMOS_4 if four else _DEMOS_3) if variant == "few" else ""
+    rules = RULES_4 if four else RULES_3
+    demos = (DEMOS_4 if four else DEMOS_3) if variant == "few" else ""
     return [{"role": "user", "content": f"{rules}{demos} Input1: '{reference_segment}' \n "
                                         f"Input2: '{candidate_segment}'"}]
 
 
 def vanilla_messages(reference: str, candidate: str) -> Messages:
-    return [{"role": "user", "content": f"{_VANILLA_RULES} Input1: '{reference or ''}' \n "
+    return [{"role": "user", "content": f"{VANILLA_RULES} Input1: '{reference or ''}' \n "
                                         f"Input2: '{candidate or ''}'"}]
 
 
@@ -285,8 +182,8 @@ def _extract(abstracts: Sequence[str], config: JudgeConfig, stats: JudgeStats, m
     todo = sorted({a for a in abstracts if a and a.strip()})
     table: dict[str, tuple[Any, str | None]] = {}
     if todo:
-        res = judge_texts([extraction_messages(a) for a in todo], parse_facets, config, max_tokens=max_tokens,
-                          stats=stats, desc=desc)
+        res = ask(config, [extraction_messages(a) for a in todo], parse=parse_facets, max_tokens=max_tokens,
+                  stats=stats, desc=desc)
         table = {a: (v, r) for a, v, r in zip(todo, res.values, res.reasons)}
     facets: list[dict[str, str] | None] = []
     reasons: list[str | None] = []
@@ -302,7 +199,7 @@ def extract_facets(abstracts: Sequence[str], config: JudgeConfig, *, stats: Judg
     """Facet segments of each abstract (None = no JSON after one retry, or a request
     that failed for good: a counted failure, its reason in ``stats``).
 
-    Runs on the judge core's text engine (:func:`custom_metrics.judge.judge_texts`:
+    Runs on the judge's text replies (:func:`custom_metrics.judge.ask` with ``parse``:
     sizing, retries, cache, claims and counting shared with the ratings). An empty
     abstract has no facets (all four empty) and costs no call.
     """
@@ -430,7 +327,7 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
         rated = {slot: (None, "abandoned") for slot in slots}
     elif requests:
         try:
-            res = judge_scores(requests, scales, config, stats=stats, desc="fm align")
+            res = ask(config, requests, scale=scales, stats=stats, desc="fm align")
             rated = {slot: (s, r) for slot, s, r in zip(slots, res.scores, res.reasons)}
         except JudgeRequestError as exc:
             reason = halt(exc)
@@ -453,8 +350,8 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
                 van_why[i] = "abandoned"
         elif idx:
             try:
-                res = judge_scores([vanilla_messages(references[i], candidates[i]) for i in idx],
-                                   VANILLA_SCALE, config, stats=stats, desc="fm vanilla")
+                res = ask(config, [vanilla_messages(references[i], candidates[i]) for i in idx],
+                          scale=VANILLA_SCALE, stats=stats, desc="fm vanilla")
                 for i, s, r in zip(idx, res.scores, res.reasons):
                     van[i] = None if s is None else s / VANILLA_SCALE[1]
                     van_why[i] = r

@@ -418,7 +418,7 @@ JUDGE_METRICS = ("domain_adaptation", "coherence", "fluency")
 
 
 def _judge_prompt_variant(ctx: Context) -> str:
-    from custom_metrics.judge_prompts import check_prompt_variant
+    from custom_metrics.judge.prompts import check_prompt_variant
 
     return check_prompt_variant(ctx.settings.get("judge_prompt_variant"))
 
@@ -434,10 +434,10 @@ def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     those requests, since each one is a paid call; the others are NaN and do not count
     as parse failures. ``max_document_words`` truncates long sources in the prompt.
     Setting ``judge_prompt_variant``: the prompt texts (``paper``, the default, or
-    ``release``/``suite``; see :mod:`custom_metrics.judge_prompts`), recorded as
+    ``release``/``suite``; see :mod:`custom_metrics.judge.prompts`), recorded as
     ``judge_prompt_variant_used``.
     """
-    from custom_metrics.judge_prompts import adapteval_judge
+    from custom_metrics.judge.prompts import adapteval_judge
 
     wanted = [m for m in JUDGE_METRICS if m in (ctx.options.get("judge_metrics") or JUDGE_METRICS)]
     variant = _judge_prompt_variant(ctx)
@@ -464,7 +464,7 @@ JUDGE = Family(
               description="judge replies with no valid rating after one retry (left out of the means)")),
     score=_adapteval_judge_score,
     description="AdaptEval's LLM judge; probability-weighted ratings, unparsable replies counted, never 0.",
-    source="custom_metrics.judge_prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
+    source="custom_metrics.judge.prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
     needs=("judge",),
     settings=("judge_prompt_variant",),
     check=_judge_check,

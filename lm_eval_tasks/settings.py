@@ -318,7 +318,11 @@ def resolve_many(metadata: Mapping[str, Any] | None, keys: list[str] | tuple[str
 
 
 def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
-    """The judge's :class:`~custom_metrics.judge.JudgeConfig`, or None when no judge model is set."""
+    """The judge's :class:`~custom_metrics.judge.JudgeConfig`, or None when no judge model is set.
+
+    The one place the judge's settings are read (metadata, then the environment, then
+    the defaults), the cache path and the API key included: the judge package reads none.
+    """
     from custom_metrics.judge import JudgeConfig, JudgeConfigError
 
     model = overrides.pop("model", None) or resolve(metadata, "judge_model")
@@ -330,8 +334,9 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
               "progress": "progress"}
     kwargs: dict[str, Any] = {"model": str(model)}
     for key, name in fields.items():
-        if source_of(metadata, key) == "default":
+        if source_of(metadata, key) == "default" and key != "judge_cache":
             continue  # JudgeConfig's own default (documented in the table above)
+        # the cache path is always passed: the judge package reads no environment variable
         try:
             kwargs[name] = resolve(metadata, key)
         except SettingError as exc:

@@ -32,7 +32,7 @@ for _p in (ROOT, ROOT / "tests"):  # run from the checkout: the packages and the
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from custom_metrics.judge import JudgeConfig, JudgeResult, judge_scores  # noqa: E402
+from custom_metrics.judge import JudgeConfig, JudgeResult, ask  # noqa: E402
 from helpers.judge_server import StubJudgeServer, Text  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def _run(url: str, n: int, concurrency: int, cache_dir: str, tag: str) -> tuple[
     config = JudgeConfig(model="stub-judge", base_url=url, api_key="bench", max_concurrency=concurrency,
                          cache_path=str(Path(cache_dir) / f"{tag}.sqlite"), progress=False)
     t0 = time.perf_counter()
-    result = judge_scores(_requests(n, tag), (1, 5), config)
+    result = ask(config, _requests(n, tag), scale=(1, 5))
     return time.perf_counter() - t0, result
 
 

@@ -84,7 +84,7 @@ def harness_share(checkpoint: Path, tasks: str, limit: int, gen: int, out: Path)
 
 def judge_throughput(checkpoint: Path, n: int, threads: int) -> dict:
     """Seconds for ``n`` judge requests at the default settings and sequentially."""
-    from custom_metrics.judge import JudgeConfig, JudgeStats, judge_texts
+    from custom_metrics.judge import JudgeConfig, JudgeStats, ask
 
     requests = [[{"role": "user", "content": f"Is this summary fluent? Answer yes or no.\n\nSummary: "
                                                f"Item {i}: the council approved the new bridge budget."}]
@@ -96,7 +96,7 @@ def judge_throughput(checkpoint: Path, n: int, threads: int) -> dict:
             config = JudgeConfig(model=served.model, base_url=served.base_url, api_key="none",
                                  cache_path=str(Path(tmp) / f"{label}.sqlite"), max_concurrency=concurrency)
             t0 = time.perf_counter()
-            judge_texts(requests, lambda text: text.strip() or None, config, max_tokens=8, stats=stats)
+            ask(config, requests, parse=lambda text: text.strip() or None, max_tokens=8, stats=stats)
             out[label] = {"seconds": time.perf_counter() - t0, "scored": stats.scored, "failed": stats.n_failed,
                           "sizing": stats.sizing}
     return out

@@ -398,7 +398,7 @@ def test_binary_and_latin1_vocabularies_are_named_by_line(tmp_path):
 def test_judge_replies_parse_to_a_score_on_the_scale_or_nothing(reply, scale):
     """Property: a reply is read as a number it contains that lies on the scale, or not at all;
     never coerced (clipped, sign dropped, another scale's number)."""
-    from custom_metrics.judge import parse_score
+    from custom_metrics.judge.parse import parse_score
 
     got = parse_score(reply, scale)
     if got is None:
@@ -412,7 +412,7 @@ def test_judge_replies_parse_to_a_score_on_the_scale_or_nothing(reply, scale):
     ("Coherence (1-5): 3", (1, 5), 3.0), ("7", (1, 5), None), ("80%", (1, 5), None), ("0", (1, 3), None),
 ])
 def test_judge_reply_cases(reply, scale, expected):
-    from custom_metrics.judge import parse_score
+    from custom_metrics.judge.parse import parse_score
 
     assert parse_score(reply, scale) == expected
 

@@ -212,7 +212,7 @@ RELEASE_DA_USER = (
 
 
 def test_judge_default_domain_adaptation_prompt_is_table_8():
-    from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, build_messages
+    from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, build_messages
 
     msgs = build_messages(ADAPTEVAL_METRICS["domain_adaptation"], "DOC", "SUMM", "pubmed")
     assert msgs == [{"role": "system", "content": TABLE8_SYSTEM}, {"role": "user", "content": TABLE8_USER}]
@@ -220,7 +220,7 @@ def test_judge_default_domain_adaptation_prompt_is_table_8():
 
 def test_judge_default_coherence_and_fluency_are_geval():
     """The paper: "we use the prompts introduced by Liu et al. (2023) for Coherence and Fluency"."""
-    from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, build_messages
+    from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, build_messages
 
     coh = build_messages(ADAPTEVAL_METRICS["coherence"], "DOC", "SUMM", "arxiv")
     assert coh[0]["content"].startswith("You will be given one summary written for an article.\n\n")
@@ -232,7 +232,7 @@ def test_judge_default_coherence_and_fluency_are_geval():
 
 
 def test_judge_release_variant_is_gpt4_eval_py():
-    from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, build_messages
+    from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, build_messages
 
     msgs = build_messages(ADAPTEVAL_METRICS["domain_adaptation"], "DOC", "SUMM", "pubmed", variant="release")
     assert msgs == [{"role": "system", "content": RELEASE_DA_SYSTEM}, {"role": "user", "content": RELEASE_DA_USER}]

@@ -16,22 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from custom_metrics import judge
 from custom_metrics.judge import (
     JudgeConfig,
     JudgeConfigError,
     JudgeRequestError,
     JudgeStats,
-    cache_key,
     judge_scores,
     judge_scores_async,
-    open_cache,
-    parse_score,
-    reset_judge_notice,
     notice_judge_skipped,
-    score_from_logprobs,
 )
-from custom_metrics.judge_prompts import ADAPTEVAL_METRICS, adapteval_judge, build_messages
+from custom_metrics.judge import config as judge_conf
+from custom_metrics.judge.cache import cache_key, open_cache
+from custom_metrics.judge.config import reset_judge_notice
+from custom_metrics.judge.parse import parse_score, score_from_logprobs
+from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, adapteval_judge, build_messages
 from lm_eval_tasks.settings import judge_config
 from helpers.judge_server import Hang, Logprobs, Samples, Stall, Status, StubJudgeServer, Text
 
@@ -321,11 +319,11 @@ def test_default_sizing_probes_alone_then_goes_concurrent():
         res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout_s=None))
     assert res.n_scored == 12
     assert srv.arrivals_in_flight[:2] == [1, 1]  # the probe went alone
-    assert 2 <= srv.max_in_flight <= judge.DEFAULT_MAX_CONCURRENCY
+    assert 2 <= srv.max_in_flight <= judge_conf.DEFAULT_MAX_CONCURRENCY
     (sizing,) = res.stats.sizing
     assert sizing["timeout_source"] == sizing["concurrency_source"] == "auto"
-    assert sizing["max_concurrency"] == judge.DEFAULT_MAX_CONCURRENCY
-    assert sizing["timeout_s"] == judge.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["probe_latency_s"] < 2
+    assert sizing["max_concurrency"] == judge_conf.DEFAULT_MAX_CONCURRENCY
+    assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["probe_latency_s"] < 2
     assert sizing["requests"] == srv.received == 12
     assert res.config["timeout_s"] == "auto" and res.config["max_concurrency"] == "auto"
 
@@ -333,9 +331,9 @@ def test_default_sizing_probes_alone_then_goes_concurrent():
 @pytest.fixture
 def slow_scale(monkeypatch):
     """Sizing constants shrunk ~25x, so that a 0.25 s-a-request server is "slow"."""
-    monkeypatch.setattr(judge, "AUTO_QUEUE_BUDGET_S", 0.6)
-    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FLOOR_S", 0.5)
-    monkeypatch.setattr(judge, "PROBE_TIMEOUT_S", 5.0)
+    monkeypatch.setattr(judge_conf, "AUTO_QUEUE_BUDGET_S", 0.6)
+    monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FLOOR_S", 0.5)
+    monkeypatch.setattr(judge_conf, "PROBE_TIMEOUT_S", 5.0)
 
 
 def test_sized_defaults_work_against_a_serialising_slow_server(slow_scale):
@@ -389,13 +387,13 @@ def test_set_concurrency_is_kept_and_the_timeout_sized(server):
     res = judge_scores([req(f"k{i}") for i in range(6)], (1, 5), cfg(server, timeout_s=None, max_concurrency=3))
     (sizing,) = res.stats.sizing
     assert sizing["max_concurrency"] == 3 and sizing["concurrency_source"] == "set"
-    assert sizing["timeout_source"] == "auto" and sizing["timeout_s"] == judge.AUTO_TIMEOUT_FLOOR_S
+    assert sizing["timeout_source"] == "auto" and sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S
     assert server.max_in_flight <= 3
 
 
 def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monkeypatch, server):
-    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FLOOR_S", 0.3)
-    monkeypatch.setattr(judge, "AUTO_TIMEOUT_FACTOR", 0.01)
+    monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FLOOR_S", 0.3)
+    monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FACTOR", 0.01)
     server.on(M("h1"), Hang(0.5), Text("4"))
     server.on(M("h2"), Hang(0.5), Text("4"))
     items = [req("fine0"), req("fine1"), req("h1"), req("h2")]
@@ -407,7 +405,7 @@ def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monke
 
 
 def test_probe_without_an_answer_stops_the_batch_and_names_the_settings(monkeypatch, server):
-    monkeypatch.setattr(judge, "PROBE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(judge_conf, "PROBE_TIMEOUT_S", 0.3)
     server.set_default(Stall(max_s=5))
     stats = JudgeStats()
     t0 = time.perf_counter()
@@ -558,6 +556,45 @@ def test_resolve_metadata_first_then_environment(monkeypatch, tmp_path):
 def test_openai_endpoint_without_key_is_a_clear_error():
     with pytest.raises(JudgeConfigError, match="OPENAI_API_KEY"):
         judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache_path=None, progress=False))
+
+
+def test_the_package_reads_no_environment_variable(monkeypatch, tmp_path):
+    """The cache path and the key come from the configuration (the settings resolver
+    fills them from the environment); the package itself reads neither."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-only")
+    monkeypatch.setenv("DOMSUM_JUDGE_CACHE", str(tmp_path / "env.sqlite"))
+    assert JudgeConfig(model="m").cache_path == judge_conf.DEFAULT_CACHE_PATH
+    with pytest.raises(JudgeConfigError, match="OPENAI_API_KEY"):
+        judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache_path=None, progress=False))
+    resolved = judge_config({"judge_model": "m"})
+    assert resolved.api_key == "sk-env-only" and resolved.cache_path == str(tmp_path / "env.sqlite")
+    monkeypatch.delenv("DOMSUM_JUDGE_CACHE")
+    assert judge_config({"judge_model": "m"}).cache_path == judge_conf.DEFAULT_CACHE_PATH
+    package = Path(judge_conf.__file__).parent
+    for module in package.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert "os.environ" not in text and "getenv" not in text, module.name
+        assert len(text.splitlines()) <= 500, module.name
+
+
+def test_ask_is_the_one_entry_for_ratings_and_texts(server, tmp_path):
+    from custom_metrics.judge import ask
+
+    server.on(M("rate"), Text("4"))
+    server.on(M("word"), Text("Empirical."))
+    config = cfg(server, tmp_path / "ask.sqlite")
+    rated = ask(config, [req("rate")], scale=(1, 5))
+    assert rated.scores == [4.0] and rated.stats.http_calls == 1 and rated.stats.scored == 1
+    texts = ask(config, [req("word"), req("empty")], parse=lambda t: t.strip(".").lower() or None,
+                score=lambda v: float(v == "empirical"), mode="label", generations=["a summary", " "])
+    assert texts.values == ["empirical", None] and texts.scores == [1.0, None]
+    assert texts.modes == ["label", None] and texts.reasons == [None, "empty"]
+    assert texts.stats.empty_skipped == 1 and texts.stats.http_calls == 1
+    again = ask(config, [req("rate")], scale=(1, 5), progress=False)
+    assert again.scores == [4.0] and again.stats.http_calls == 0 and again.stats.cache_hits == 1
+    for bad in ({}, {"scale": (1, 5), "parse": str}):
+        with pytest.raises(ValueError, match="exactly one of scale= .* or parse="):
+            ask(config, [req("rate")], **bad)
 
 
 # ----------------------------------------------------------------- AdaptEval metrics

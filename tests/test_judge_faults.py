@@ -23,16 +23,9 @@ from pathlib import Path
 import pytest
 
 from custom_metrics.secrets import MASK, mask
-from custom_metrics.judge import (
-    JudgeConfig,
-    JudgeRequestError,
-    JudgeStats,
-    cache_key,
-    judge_scores,
-    new_owner_id,
-    open_cache,
-    retire_owner,
-)
+from custom_metrics.judge import JudgeConfig, JudgeRequestError, JudgeStats, judge_scores
+from custom_metrics.judge.cache import cache_key, new_owner_id, open_cache, retire_owner
+from lm_eval_tasks.settings import resolve
 from conftest import sigint_default
 from helpers.judge_server import (
     EchoKey,
@@ -194,7 +187,8 @@ def test_key_echoed_by_a_retryable_error_is_masked_in_logs_stats_and_cache(serve
         api_key = KEY
     else:
         monkeypatch.setenv(source, KEY)
-        api_key = KEY if source == "DOMSUM_JUDGE_API_KEY" else None  # OPENAI_API_KEY: the client's own
+        api_key = resolve({}, "judge_api_key")  # the settings resolver reads either variable
+        assert api_key == KEY
     server.on(M("echo"), EchoKey(503))
     server.on(M("reply"), Text(f"4 (your key was {KEY})"))  # a reply that repeats the key
     path = tmp_path / "masked.sqlite"
@@ -238,7 +232,7 @@ def test_empty_generations_are_not_sent_and_counted(server):
 
 
 def test_adapteval_empty_summary_left_out_and_counted(server):
-    from custom_metrics.judge_prompts import adapteval_judge
+    from custom_metrics.judge.prompts import adapteval_judge
 
     server.set_default(Text("3"))
     out = adapteval_judge(["Doc one.", "Doc two."], ["A summary.", "   "], "pubmed", cfg(server))
@@ -471,7 +465,7 @@ def test_fm_extraction_that_keeps_failing_is_a_counted_failure_not_a_crash(serve
 
 
 def test_adapteval_judge_counts_timeouts_and_off_scale_replies_exactly(server):
-    from custom_metrics.judge_prompts import adapteval_judge
+    from custom_metrics.judge.prompts import adapteval_judge
 
     server.on("summary-two", Stall(max_s=5))  # every request about the second summary hangs
     server.on("Fluency (1-3):", Text("5/10"))  # fluency of the first: another scale

@@ -28,7 +28,8 @@ import pytest
 from helpers.judge_server import clear_judge_env
 
 from custom_metrics.fm import FACETS, fm_scores
-from custom_metrics.judge import AUTO_TIMEOUT_FLOOR_S, JudgeConfig, JudgeStats, judge_scores
+from custom_metrics.judge import JudgeConfig, JudgeStats, judge_scores
+from custom_metrics.judge.config import AUTO_TIMEOUT_FLOOR_S
 from lm_eval_tasks.settings import judge_config
 
 N_SAMPLES = 3

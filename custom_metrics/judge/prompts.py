@@ -53,14 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from custom_metrics.judge import (
-    JudgeConfig,
-    JudgeStats,
-    Messages,
-    Scale,
-    judge_scores,
-    notice_judge_skipped,
-)
+from custom_metrics.judge import JudgeConfig, JudgeStats, Messages, Scale, ask, notice_judge_skipped
 
 
 @dataclass(frozen=True)
@@ -375,8 +368,8 @@ def adapteval_judge(
         for doc, summ in zip(documents, summaries):
             requests.append(build_messages(metric, doc, summ, domain, max_document_words, prompt_variant))
             scales.append(metric.scale)
-    result = judge_scores(requests, scales, config, stats=stats, desc=f"judge {domain}",
-                          generations=[summ for _ in chosen for summ in summaries])
+    result = ask(config, requests, scale=scales, stats=stats, desc=f"judge {domain}",
+                 generations=[summ for _ in chosen for summ in summaries])
     out: dict[str, Any] = {"per_item": {}, "reasons": {}, "parse_failures": {}, "empty_skipped": {},
                            "failed": {}, "n_scored": {}, "judge_mode": {}}
     n = len(documents)

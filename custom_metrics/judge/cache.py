@@ -1,0 +1,257 @@
+"""The judge's SQLite cache: keys over everything that changes an answer, answers
+written (and committed) as they arrive, and claims so that two runs sharing one cache
+never both pay for an item.
+
+* **Keys.** A SHA-256 of (endpoint, model, messages, every sampling parameter sent,
+  parse attempt), so an interrupted run resumes without paying twice and an identical
+  second run makes zero HTTP calls. The harness's own ``--use_cache`` keys on the
+  request only, not on the model; this one keys on everything that changes the answer.
+* **Claims.** Right before its first request, a run *claims* the item: in the same
+  SQLite transaction that finds the answer missing it writes a ``pending`` row (owner
+  id, claimed-at time, expiry). Another run that meets a live claim waits for the
+  answer instead of paying again. A claim is abandoned and may be taken over when its
+  expiry passes (kept fresh by a heartbeat while its owner runs) or at once when its
+  owner process is gone (same host, pid not running: a killed run).
+* **Unusable cache.** A corrupt, locked or read-only file makes :func:`usable_cache`
+  return None: judging goes on without a cache, said once and recorded.
+
+The file format (tables ``answers`` and ``claims``, :data:`CACHE_SCHEMA` in every key)
+is what earlier runs wrote: their answers still hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from custom_metrics.judge.config import CACHE_SCHEMA, JudgeConfig, normalize_endpoint
+from custom_metrics.judge.stats import JudgeStats
+
+log = logging.getLogger(__name__)
+
+def cache_key(endpoint: str | None, model: str, messages: Sequence[Mapping[str, Any]],
+              params: Mapping[str, Any], attempt: int = 0, draw: int = 0) -> str:
+    """SHA-256 over everything that changes the answer, in canonical JSON.
+
+    ``draw`` tells apart the single-choice requests that make up a sampled reply
+    with fewer choices than asked (1, 2, ...): the same request, a different sample.
+    It is part of the key only when set, so every key of earlier runs stays valid.
+    """
+    payload: dict[str, Any] = {
+        "schema": CACHE_SCHEMA,
+        "endpoint": normalize_endpoint(endpoint),
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "params": dict(params),
+        "attempt": attempt,
+    }
+    if draw:
+        payload["draw"] = draw
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+ClaimState = Literal["answer", "claimed", "taken_over", "pending"]
+
+_LIVE_OWNERS: set[str] = set()  # claim owners of this process whose batch is still running
+_LIVE_OWNERS_LOCK = threading.Lock()
+_HOST = socket.gethostname()
+
+
+def new_owner_id() -> str:
+    """A claim owner id: ``host:pid:random``, so that a waiter on the same host can
+    tell a killed owner (pid gone) from a slow one."""
+    owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    with _LIVE_OWNERS_LOCK:
+        _LIVE_OWNERS.add(owner)
+    return owner
+
+
+def retire_owner(owner: str) -> None:
+    with _LIVE_OWNERS_LOCK:
+        _LIVE_OWNERS.discard(owner)
+
+
+def owner_alive(owner: str) -> bool:
+    """False only when we know the owner is gone: a finished batch of this process,
+    or a pid on this host that no longer runs. Other hosts: assume alive (the
+    claim's expiry then decides)."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != _HOST or not pid_text.isdigit() or os.name != "posix":
+        return True
+    pid = int(pid_text)
+    if pid == os.getpid():
+        with _LIVE_OWNERS_LOCK:
+            return owner in _LIVE_OWNERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class JudgeCache:
+    """SQLite store of judge answers (JSON), one row per cache key, and of claims.
+
+    WAL mode lets other processes read while we write; ``synchronous=NORMAL``
+    survives a killed process (not a power cut) at a fraction of the fsync cost.
+    One connection per path and process, guarded by a lock, so the event loop and
+    worker threads may share it. Transactions are explicit (``BEGIN IMMEDIATE``):
+    a claim must be decided under the write lock, or two runs could both find an
+    item missing and both pay for it.
+
+    ``claims`` rows (``status`` ``pending``, ``owner``, ``claimed_at``,
+    ``expires_at``) mark items whose request is in flight somewhere; storing the
+    answer deletes the claim in the same transaction.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
+                                     isolation_level=None)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            with self._tx():
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
+                    "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)")
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, "
+                    "status TEXT NOT NULL DEFAULT 'pending', owner TEXT NOT NULL, "
+                    "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (the caller holds ``self._lock``)."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def claim(self, key: str, owner: str, ttl_s: float, force: bool = False) -> tuple[ClaimState, dict | None]:
+        """Find the answer or claim the item, atomically.
+
+        Returns ``("answer", response)`` when answered; ``("pending", None)`` when a
+        live claim of another owner stands (wait, then ask again); else the claim is
+        now ours: ``("claimed", None)``, or ``("taken_over", None)`` when we replaced
+        an expired claim, one of a dead owner, or (``force``) one we waited on too long.
+        """
+        with self._lock:
+            # read-only fast path: waiters poll without taking the write lock
+            row = self._conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+            if row:
+                return "answer", json.loads(row[0])
+            other = self._conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
+            if not force and other and other[0] != owner and other[1] > time.time() and owner_alive(other[0]):
+                return "pending", None
+            with self._tx() as conn:
+                row = conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+                if row:
+                    return "answer", json.loads(row[0])
+                other = conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
+                now = time.time()
+                live = other is not None and other[0] != owner and other[1] > now and owner_alive(other[0])
+                if live and not force:
+                    return "pending", None
+                conn.execute("INSERT OR REPLACE INTO claims VALUES (?, 'pending', ?, ?, ?)",
+                             (key, owner, now, now + ttl_s))
+        return ("taken_over" if other is not None and other[0] != owner else "claimed"), None
+
+    def refresh(self, owner: str, ttl_s: float) -> int:
+        """Extend every claim of ``owner`` (the heartbeat); returns how many."""
+        with self._lock, self._tx() as conn:
+            return conn.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                (time.time() + ttl_s, owner)).rowcount
+
+    def release(self, key: str | None, owner: str) -> None:
+        """Drop ``owner``'s claim on ``key`` (all its claims when ``key`` is None), so
+        that another run may take the item at once instead of waiting for expiry."""
+        with self._lock, self._tx() as conn:
+            if key is None:
+                conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+            else:
+                conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+
+    def pending(self) -> list[tuple[str, str, float]]:
+        """Open claims as (key, owner, claimed_at): what a killed run left in flight."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute("SELECT key, owner, claimed_at FROM claims")]
+
+    def put(self, key: str, endpoint: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        """Insert and commit at once (the answer must survive an interruption), and
+        drop the item's claim in the same transaction: waiters see the answer."""
+        with self._lock, self._tx() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                (key, endpoint, model, json.dumps(request, ensure_ascii=False),
+                 json.dumps(response, ensure_ascii=False), time.time()))
+            conn.execute("DELETE FROM claims WHERE key = ?", (key,))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+_CACHES: dict[str, JudgeCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def open_cache(path: str | os.PathLike) -> JudgeCache:
+    """The process-wide :class:`JudgeCache` for ``path``."""
+    resolved = str(Path(path).expanduser().resolve())
+    with _CACHES_LOCK:
+        cache = _CACHES.get(resolved)
+        if cache is None:
+            cache = _CACHES[resolved] = JudgeCache(resolved)
+        return cache
+
+
+def usable_cache(config: JudgeConfig, stats: JudgeStats) -> JudgeCache | None:
+    """The judge cache, or None (judging goes on without it) when it cannot be used.
+
+    Why not an error: a cache that is corrupt, locked, read-only or a folder would
+    otherwise stop the run after generation and cost the user their generations; without
+    a cache every request is still made and scored, only not kept for a rerun. Said once
+    on the log and recorded (``cache_unusable`` in the judge's usage).
+    """
+    if not config.cache_path:
+        return None
+    try:
+        return open_cache(config.cache_path)
+    except (sqlite3.Error, OSError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        if stats.cache_unusable is None:
+            log.warning("judge: the cache %s cannot be used (%s); judging without a cache, so replies are "
+                        "not kept for a rerun. Fix or remove the file, or set judge_cache to another path "
+                        "(or off).", config.cache_path, why)
+        stats.cache_unusable = f"{config.cache_path}: {why}"
+        return None

@@ -1,0 +1,223 @@
+"""The judge's configuration: :class:`JudgeConfig`, the judge errors, the endpoint as
+keyed and shown, and the constants that size a batch.
+
+Why a frozen dataclass and no environment reads: settings (task metadata, then the
+environment, then defaults) are resolved once, by ``lm_eval_tasks.settings.judge_config``;
+this package takes what it is given (model, endpoint, key, cache path), so a library
+caller, a test and the harness judge with exactly the configuration they pass.
+
+The sizing constants are module constants, not settings: one number (the latency
+probe's) decides them, and tests shrink them here to exercise a "slow" server in
+milliseconds; the client reads them from this module at run time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from custom_metrics import secrets
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+Messages = list[Message]
+Scale = tuple[int, int]
+LogprobsSetting = Literal["on", "off", "auto"]
+Mode = Literal["logprobs", "samples"]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_CACHE_PATH = "~/.cache/domsum/judge.sqlite"
+CACHE_SCHEMA = 1
+PROGRESS_MIN_ITEMS = 20
+RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is honoured up to this, beyond our own cap
+CLAIM_POLL_MIN_S = 0.02  # first poll of a waiter on another run's claim ...
+CLAIM_POLL_MAX_S = 0.5   # ... growing to this: short waits stay snappy, long ones cheap
+FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
+# Sizing when timeout_s / max_concurrency are unset (see the package docstring).
+DEFAULT_MAX_CONCURRENCY = 8  # in flight against a fast endpoint (and the most sizing picks)
+PROBE_TIMEOUT_S = 300.0      # the first request of a batch, sent alone, waits up to this
+AUTO_TIMEOUT_FLOOR_S = 60.0  # a sized per-request timeout is never shorter
+AUTO_TIMEOUT_MAX_S = 900.0   # ... nor longer (a request this slow is a hung server)
+AUTO_TIMEOUT_FACTOR = 4.0    # timeout >= this x probe latency x requests in flight
+AUTO_LATENCY_FACTOR = 3.0    # timeout >= this x the slowest answer seen so far
+AUTO_QUEUE_BUDGET_S = 15.0   # in flight <= this / probe latency: a serialising server's queue
+TIMEOUT_HINT = ("raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request) or lower "
+                "judge_concurrency / DOMSUM_JUDGE_CONCURRENCY (requests in flight; 1 for a CPU-served model)")
+
+
+# =========================================================================== errors
+
+
+class JudgeError(RuntimeError):
+    """Base class of judge errors."""
+
+
+class JudgeConfigError(JudgeError, ValueError):
+    """The judge is configured inconsistently (bad value, missing key)."""
+
+
+class JudgeRequestError(JudgeError):
+    """A judge request failed for good: a non-retryable status or retries exhausted.
+
+    Answers received before the failure are already in the cache, so fixing the
+    cause and re-running pays only for the rest. ``reason`` is the failure kind as
+    counted in :attr:`JudgeStats.failed` (``http_<status>``, ``timeout``,
+    ``connection``, ``invalid_json``); ``transient`` is True when retries were
+    exhausted on a fault that may heal (the item is then counted, not fatal);
+    ``attempts`` is how many requests were sent. Message and body are masked.
+    """
+
+    def __init__(self, message: str, status: int | None = None, body: Any = None, *,
+                 reason: str | None = None, attempts: int = 1, transient: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.reason = reason or (f"http_{status}" if status else None)
+        self.attempts = attempts
+        self.transient = transient
+
+
+# =========================================================================== config
+
+
+def normalize_endpoint(base_url: str | None) -> str:
+    """The endpoint as keyed in the cache: OpenAI's URL when unset, no trailing slash."""
+    return (base_url or OPENAI_BASE_URL).strip().rstrip("/")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything that decides which judge answers, how, and where answers are cached.
+
+    ``temperature`` applies to log-probability requests (0: the reply text is
+    deterministic; the score comes from the distribution anyway), ``sample_temperature``
+    and ``n_samples`` to the sampling fallback (G-Eval: 1 and 20). ``logprobs``:
+    ``"on"`` (require them; an endpoint without them is an error), ``"off"`` (always
+    sample), ``"auto"`` (try, fall back). ``cache_path=None`` disables the cache;
+    ``api_key=None`` sends none to a server of one's own and is an error against
+    OpenAI's (the settings resolver fills both from the environment; this package
+    reads neither there).
+    ``claim_ttl_s``: how long another run's claim on an item is honoured without a
+    heartbeat (default: three :attr:`nominal_timeout_s`; see :attr:`claim_ttl`).
+
+    ``max_concurrency`` (requests in flight) and ``timeout_s`` (seconds per request)
+    default to None: sized per batch from the latency of its first request (package
+    docstring, "Sizing"), because no fixed pair suits both a hosted API and a model
+    served on a CPU. A value that is set is used exactly as given.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    max_concurrency: int | None = None
+    timeout_s: float | None = None
+    max_retries: int = 5
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 30.0
+    temperature: float = 0.0
+    sample_temperature: float = 1.0
+    max_tokens: int = 5
+    n_samples: int = 20
+    top_logprobs: int = 20
+    logprobs: LogprobsSetting = "auto"
+    seed: int | None = None
+    cache_path: str | None = DEFAULT_CACHE_PATH
+    #: a bar on stderr per batch of at least PROGRESS_MIN_ITEMS requests (None: $DOMSUM_PROGRESS)
+    progress: bool | None = None
+    claim_ttl_s: float | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.model or not str(self.model).strip():
+            problems.append("model must be a non-empty string")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            problems.append(f"max_concurrency must be >= 1 (got {self.max_concurrency})")
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            problems.append(f"timeout_s must be > 0 (got {self.timeout_s})")
+        if self.max_retries < 0:
+            problems.append(f"max_retries must be >= 0 (got {self.max_retries})")
+        if self.backoff_base_s < 0 or self.backoff_cap_s < 0:
+            problems.append("backoff_base_s and backoff_cap_s must be >= 0")
+        if self.max_tokens < 1:
+            problems.append(f"max_tokens must be >= 1 (got {self.max_tokens})")
+        if self.n_samples < 1:
+            problems.append(f"n_samples must be >= 1 (got {self.n_samples})")
+        if not 1 <= self.top_logprobs <= 20:
+            problems.append(f"top_logprobs must be in 1..20 (got {self.top_logprobs})")
+        if self.logprobs not in ("on", "off", "auto"):
+            problems.append(f"logprobs must be 'on', 'off' or 'auto' (got {self.logprobs!r})")
+        if self.claim_ttl_s is not None and self.claim_ttl_s <= 0:
+            problems.append(f"claim_ttl_s must be > 0 (got {self.claim_ttl_s})")
+        if problems:
+            raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
+
+    @property
+    def endpoint(self) -> str:
+        return normalize_endpoint(self.base_url)
+
+    @property
+    def nominal_timeout_s(self) -> float:
+        """``timeout_s``, or :data:`AUTO_TIMEOUT_FLOOR_S` when it is sized per batch:
+        the unit of the claim timings below, which must be known before any request."""
+        return self.timeout_s if self.timeout_s is not None else AUTO_TIMEOUT_FLOOR_S
+
+    @property
+    def claim_ttl(self) -> float:
+        """Seconds a claim stays valid without a heartbeat: ``claim_ttl_s``, else three
+        request timeouts (a live owner refreshes it far more often than that)."""
+        return self.claim_ttl_s if self.claim_ttl_s is not None else 3.0 * self.nominal_timeout_s
+
+    @property
+    def claim_wait_s(self) -> float:
+        """The longest a run waits on another live run's claim before paying itself:
+        every attempt of the other's retry chain at full timeout, the longest backoff
+        between them, and one claim lifetime of slack. Bounded, so no wait hangs."""
+        backoff = max(self.backoff_cap_s, RETRY_AFTER_MAX_S)
+        return (self.max_retries + 1) * self.nominal_timeout_s + self.max_retries * backoff + self.claim_ttl
+
+    @property
+    def shown_endpoint(self) -> str:
+        """The endpoint as every message, log line and file shows it: credentials masked."""
+        return secrets.mask(self.endpoint, self)
+
+    def describe(self) -> dict[str, Any]:
+        """What to record beside the scores (never the API key). ``"auto"`` marks a
+        timeout or concurrency sized per batch (the sizes used are in
+        :attr:`JudgeStats.sizing`)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
+        d["base_url"] = self.shown_endpoint
+        for name in ("max_concurrency", "timeout_s"):
+            if d[name] is None:
+                d[name] = "auto"
+        return d
+
+
+_NOTICE_LOCK = threading.Lock()
+_NOTICE_EMITTED = False
+
+
+def notice_judge_skipped(what: str = "judge metrics") -> bool:
+    """Log, once per process, that judge metrics are skipped for lack of a judge.
+
+    Returns True when this call emitted the notice. Tasks call it every time they
+    would have judged; only the first call speaks, so logs stay readable.
+    """
+    global _NOTICE_EMITTED
+    with _NOTICE_LOCK:
+        if _NOTICE_EMITTED:
+            return False
+        _NOTICE_EMITTED = True
+    log.warning(
+        "%s skipped: no judge configured (set metadata 'judge_model' or DOMSUM_JUDGE_MODEL, "
+        "optionally 'judge_base_url' / OPENAI_BASE_URL and OPENAI_API_KEY)", what)
+    return True
+
+
+def reset_judge_notice() -> None:
+    """Let :func:`notice_judge_skipped` speak again (tests, long-lived services)."""
+    global _NOTICE_EMITTED
+    with _NOTICE_LOCK:
+        _NOTICE_EMITTED = False
