@@ -19,12 +19,13 @@ Every function here is a plain function over strings and lists (no harness impor
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
+
+from custom_metrics.analysis.stats.correlation import pearson
 
 BIN_WIDTH = 50
 #: CCSBench Section 3.1: "Length is divided into five bins" (0-4)
@@ -59,25 +60,6 @@ def bin_bounds(b: int, width: int = BIN_WIDTH) -> tuple[int, int]:
     bin 0 = 0-50, bin b = ``width * b + 1`` .. ``width * (b + 1)``; what a prompt asks for
     (CCSBench Section 3.1: "Bin 0: 0-50 words; Bin 1: 51-100 words")."""
     return (0 if b == 0 else width * b + 1), width * (b + 1)
-
-
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Pearson correlation r = cov(x, y) / (sd(x) sd(y)); NaN when n < 2 or a side is constant.
-
-    Agrees with ``scipy.stats.pearsonr`` (which warns and returns NaN for constant input).
-    """
-    n = len(xs)
-    if n != len(ys):
-        raise ValueError(f"pearson: {n} vs {len(ys)} values")
-    if n < 2:
-        return float("nan")
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return float("nan")
-    return sxy / math.sqrt(sxx * syy)
 
 
 def length_scores(summaries: Sequence[str], target_bins: Sequence[int | None]) -> dict[str, float]:

@@ -591,7 +591,7 @@ def _length_score(batch: Batch, ctx: Context) -> dict[str, list]:
 
 
 def _length_pcc(items: Sequence[Any], ctx: Context) -> float:
-    from custom_metrics.ccs import pearson
+    from custom_metrics.analysis.stats.correlation import pearson
 
     pairs = [p for p in items if p is not None]
     return pearson([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else NAN

@@ -6,9 +6,10 @@ import os
 
 import pytest
 
+from custom_metrics.analysis.stats.correlation import pearson
 from custom_metrics.ccs import (
     bin_bounds, focus_f1, fkgl, fkgl_syllable_source, keyword_hits, keyword_success_rate, length_bin,
-    length_scores, pearson, readability_scores,
+    length_scores, readability_scores,
 )
 
 

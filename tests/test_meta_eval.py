@@ -1,4 +1,5 @@
-"""domsum meta-eval (custom_metrics.analysis.meta_eval) on hand-made files in the FD (ScholarSum) and long formats."""
+"""domsum meta-eval (custom_metrics.analysis.meta_eval; statistics in custom_metrics.analysis.stats) on
+hand-made files in the FD (ScholarSum) and long formats."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from helpers.judge_server import StubJudgeServer, Text
 from scipy import stats as sps
 
 from custom_metrics.analysis import meta_eval
+from custom_metrics.analysis.stats.agreement import cohen_kappa, weighted_kappa
+from custom_metrics.analysis.stats.levels import correlation_table
 from lm_eval_tasks.commands import meta_eval as meta_eval_command
 
 # Five papers, three systems. Human totals make the system ranking known:
@@ -81,7 +84,7 @@ def test_fd_loading_discovers_systems_and_counts(fd_file):
 
 def test_correlations_match_scipy_and_pair_counts(fd_file):
     df, _ = meta_eval.load_table(fd_file)
-    table = meta_eval.correlation_table(df, ["bert", "newrougel"], n_boot=200, seed=1)
+    table = correlation_table(df, ["bert", "newrougel"], n_boot=200, seed=1)
     for metric, src in (("bert", BERT), ("newrougel", ROUGEL)):
         x, y, docs = _pairs(src)
         row = table[(table.metric == metric) & (table.level == "summary_pooled")].set_index("method")
@@ -116,7 +119,7 @@ def _sys_of(src):
 
 def test_per_document_average_matches_scipy(fd_file):
     df, _ = meta_eval.load_table(fd_file)
-    table = meta_eval.correlation_table(df, ["newrougel"], n_boot=0)
+    table = correlation_table(df, ["newrougel"], n_boot=0)
     vals = []
     for d in range(5):
         x = [ROUGEL[s][d] for s in HUMAN if ROUGEL[s][d] is not None and HUMAN[s][d] is not None
@@ -134,8 +137,8 @@ def test_known_ranking_and_bootstrap_is_seeded(fd_file):
     ranks = meta_eval.rankings(df, ["human", "bert", "newrougel"])
     assert list(ranks.index) == ["good", "mid", "bad"]
     assert ranks.loc["mid", "newrougel_rank"] == 1 and ranks.loc["good", "newrougel_rank"] == 2
-    t1 = meta_eval.correlation_table(df, ["bert"], n_boot=100, seed=7)
-    t2 = meta_eval.correlation_table(df, ["bert"], n_boot=100, seed=7)
+    t1 = correlation_table(df, ["bert"], n_boot=100, seed=7)
+    t2 = correlation_table(df, ["bert"], n_boot=100, seed=7)
     pd.testing.assert_frame_equal(t1, t2)
 
 
@@ -143,9 +146,9 @@ def test_cohen_kappa_hand_case():
     # 10 items: agreement 8/10; marginals a: 5x1 5x2, b: 5x1 5x2 -> pe = 0.5 -> kappa 0.6
     a = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]
     b = [1, 1, 1, 1, 2, 1, 2, 2, 2, 2]
-    k, n = meta_eval.cohen_kappa(a, b)
+    k, n = cohen_kappa(a, b)
     assert k == pytest.approx(0.6) and n == 10
-    k, n = meta_eval.cohen_kappa([1, None, float("nan")], [1, 2, 3])
+    k, n = cohen_kappa([1, None, float("nan")], [1, 2, 3])
     assert n == 1
 
 
@@ -219,12 +222,12 @@ FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "meta_eval"
 def test_weighted_kappa_hand_cases():
     a, b = [1, 2, 3, 1], [1, 3, 3, 2]
     # observed .25 in (1,1) (2,3) (3,3) (1,2); quadratic weights 0, 1/4, 1 -> 1 - .125/.40625
-    assert meta_eval.weighted_kappa(a, b, "quadratic") == (pytest.approx(9 / 13), 4)
-    assert meta_eval.cohen_kappa(a, b) == (pytest.approx(3 / 11), 4)  # po .5, pe .3125
+    assert weighted_kappa(a, b, "quadratic") == (pytest.approx(9 / 13), 4)
+    assert cohen_kappa(a, b) == (pytest.approx(3 / 11), 4)  # po .5, pe .3125
     # two categories: every weighting equals the unweighted kappa
-    assert meta_eval.weighted_kappa([1, 1, 2, 2], [1, 2, 2, 2])[0] == pytest.approx(0.5)
-    assert meta_eval.weighted_kappa([1, 2, 3], [1, 2, 3])[0] == pytest.approx(1.0)
-    assert math.isnan(meta_eval.weighted_kappa([2, 2], [2, 2])[0])
+    assert weighted_kappa([1, 1, 2, 2], [1, 2, 2, 2])[0] == pytest.approx(0.5)
+    assert weighted_kappa([1, 2, 3], [1, 2, 3])[0] == pytest.approx(1.0)
+    assert math.isnan(weighted_kappa([2, 2], [2, 2])[0])
 
 
 def test_ratings_correlations_match_scipy_per_annotator_and_consensus():
@@ -260,7 +263,7 @@ def test_ratings_cli_outputs_kappa_and_system_table(tmp_path, capsys):
     kap = pd.read_csv(out / "kappa.csv").set_index("aspect")
     raw = pd.read_csv(FIX / "medqsum_ratings.csv", keep_default_na=False)
     rel = raw[raw.aspect == "relevance"].pivot_table(index=["doc_id", "system"], columns="annotator", values="rating")
-    assert kap.loc["relevance", "kappa"] == pytest.approx(meta_eval.cohen_kappa(rel["ann1"], rel["ann2"])[0])
+    assert kap.loc["relevance", "kappa"] == pytest.approx(cohen_kappa(rel["ann1"], rel["ann2"])[0])
     assert kap.loc["relevance", "n_items"] == 24 and kap.loc["speciality", "n_items"] == 8
     table = pd.read_csv(out / "system_ratings.csv", index_col=0)
     cons = raw[raw.aspect == "consistency"]
@@ -329,3 +332,38 @@ def test_compute_with_a_missing_model_stops_naming_the_metric(tmp_path):
         meta_eval.compute_metrics(df, ["rouge", "perplexity"], ppl_model=str(tmp_path / "no_such_model"))
     with pytest.raises(meta_eval.MetaEvalError, match="unknown --compute metric 'bogus'"):
         meta_eval.compute_metrics(df, ["rouge", "bogus"])
+
+
+def test_correlation_interval_is_the_shared_resampling_rule():
+    """The pooled interval resamples pairs with the bootstrap module's rule: row r of
+    ``default_rng([seed, level, method]).integers(0, n, (n_boot, n))``, percentiles 2.5/97.5."""
+    from custom_metrics.analysis.stats.bootstrap import resample_indices
+    from custom_metrics.analysis.stats.correlation import correlate
+    from custom_metrics.analysis.stats.levels import bootstrap_ci
+
+    rng = np.random.default_rng(11)
+    x = rng.random(30)
+    d = pd.DataFrame({"doc_id": range(30), "system": ["s"] * 30, "m": x, "human": x + rng.normal(0, 0.3, 30)})
+    got = bootstrap_ci(d, "m", "summary_pooled", "spearman", 200, [4, 0, 1])
+    draw = np.random.default_rng([4, 0, 1])
+    want = [correlate(d["m"].to_numpy()[idx], d["human"].to_numpy()[idx], "spearman")
+            for idx in (draw.integers(0, 30, 30) for _ in range(200))]
+    assert got == (np.percentile(want, 2.5), np.percentile(want, 97.5))
+    assert np.array_equal(np.concatenate(list(resample_indices(30, 200, [4, 0, 1]))),
+                          np.random.default_rng([4, 0, 1]).integers(0, 30, (200, 30)))
+
+
+def test_analysis_library_raises_typed_errors_never_systemexit():
+    """Library code raises AnalysisError subclasses; only commands map them to exit codes."""
+    import ast
+    from pathlib import Path
+
+    import custom_metrics.analysis as analysis
+    from custom_metrics.analysis.errors import AnalysisError
+
+    assert issubclass(meta_eval.MetaEvalError, AnalysisError)
+    for path in Path(analysis.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                call = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                assert getattr(call, "id", None) != "SystemExit", f"{path}:{node.lineno} raises SystemExit"

@@ -23,7 +23,7 @@ from scipy import stats as sstats
 
 from conftest import ROOT, report_table, run_lm_eval, subprocess_env
 from custom_metrics import registry
-from custom_metrics.analysis.significance import paired_bootstrap_test, paired_permutation_test
+from custom_metrics.analysis.stats.significance import paired_bootstrap_test, paired_permutation_test
 from lm_eval_tasks.commands import report
 
 TASKS_0 = ["domainsum_cnndm", "domainsum_samsum"]

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats as sstats
 
 from lm_eval_tasks.commands import correlate
+from lm_eval_tasks.report import domain_correlation
 from lm_eval_tasks.commands.results import load_results
 
 TS = "2024-05-01T10-00-00.000001"
@@ -60,7 +61,7 @@ def test_reader_latest_setting_and_bad_values(tmp_path):
 
 def test_correlations_match_scipy(tmp_path):
     measures = {d: {m: float(i * 3 + j * (i % 2) + (i * j) % 5)
-                    for j, m in enumerate(correlate.MEASURES)} for i, d in enumerate(GENRE)}
+                    for j, m in enumerate(domain_correlation.MEASURES)} for i, d in enumerate(GENRE)}
     stats = {"domains": {d: {"level": "genre", "domain": d, **measures[d]} for d in GENRE}}
     sp = tmp_path / "domain_stats.json"
     sp.write_text(json.dumps(stats))
@@ -78,7 +79,7 @@ def test_correlations_match_scipy(tmp_path):
 
     detail = pd.read_csv(out / "correlations_detail.csv")
     avg = pd.read_csv(out / "correlations.csv")
-    for m in correlate.MEASURES:
+    for m in domain_correlation.MEASURES:
         x = [measures[d][m] for d in GENRE]
         rs, ps = [], []
         for setting, y in (("zero-shot", zero), ("2shot", two)):
@@ -95,4 +96,17 @@ def test_correlations_match_scipy(tmp_path):
     assert m2.pearson_r.isna().all() and (m2.note.str.contains("only 2")).all()
     md = (out / "correlations.md").read_text()
     assert "**genre**" in md and "only 2 domain(s)" in md
-    assert correlate.mark(0.001) == "**" and correlate.mark(0.03) == "*" and correlate.mark(0.2) == ""
+    assert domain_correlation.mark(0.001) == "**" and domain_correlation.mark(0.03) == "*" and domain_correlation.mark(0.2) == ""
+
+
+def test_correlate_refuses_a_file_that_is_not_domain_stats(tmp_path, capsys):
+    """Not domain-stats output: the library raises AnalysisError, the command prints it, exit 1."""
+    from custom_metrics.analysis.errors import AnalysisError
+
+    bad = tmp_path / "stats.json"
+    bad.write_text(json.dumps({"domains": {"cnndm": {"doc_length": 1.0}}}))
+    with pytest.raises(AnalysisError, match="no 'domain' column"):
+        domain_correlation.load_stats(bad)
+    write_run(tmp_path / "runs", "m1", {"domainsum_cnndm": {"rouge_geo": 0.2}})
+    assert correlate.main([str(tmp_path / "runs"), "--stats", str(bad), "--out", str(tmp_path / "o")]) == 1
+    assert capsys.readouterr().err.strip() == f"{bad}: no 'domain' column/records; is it domain_stats output?"

@@ -330,7 +330,7 @@ def test_bootstrap_interval_is_a_numpy_percentile_bootstrap():
 
     import numpy as np
 
-    from custom_metrics.analysis import bootstrap
+    from custom_metrics.analysis.stats import bootstrap
 
     values = [0.12, 0.55, 0.31, 0.9, 0.47, 0.05, 0.66, 0.38, 0.21, 0.74]
     rng = np.random.default_rng(99)

@@ -1,20 +1,9 @@
 """Correlation of domain measures with model performance (DomainSum Table 4).
 
-Inputs: harness result folders (several models and settings) and the per-domain
-statistics written by ``domsum domain-stats`` (``domain_stats.json`` or ``.csv``).
-For every level (genre, style, topic) and every (model, setting) it correlates each
-measure with the performance metric (``--metric``, default ``rouge_geo``) across the
-level's domains: Pearson r with its two-sided p-value and Spearman rho
-(``scipy.stats.pearsonr`` / ``spearmanr``). As in the paper, the per-setting
-correlations are then averaged over settings (zero-shot, 2shot, fine-tuned) per
-model, and over all (model, setting) runs in the ``all`` column. Averaged p-values are
-the mean of the per-run p-values; marks: ``*`` p < 0.05, ``**`` p < 0.01.
-
-A correlation needs at least 3 domains with both a measure and a score and some
-variation in both; otherwise it is n/a and the reason is listed.
-
-Writes into ``--out``: ``correlations_detail.csv`` (every run), ``correlations.csv``
-(averaged) and ``correlations.md``.
+``domsum correlate``: the tables live in :mod:`lm_eval_tasks.report.domain_correlation`
+and the coefficients in :mod:`custom_metrics.analysis.stats.correlation`; this command
+parses the flags, makes one call and prints the Markdown (problems as warnings on
+stderr; an unusable statistics file as one line, exit 1).
 
     domsum correlate out/zero out/two=2shot --stats out/stats/domain_stats.json \\
         --out out/correlate
@@ -23,125 +12,11 @@ Writes into ``--out``: ``correlations_detail.csv`` (every run), ``correlations.c
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import math
 import sys
-import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-from scipy import stats as sstats
-
-from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import fmt, load_results, markdown_table
-
-MEASURES = ("doc_length", "summary_length", "compression", "density", "coverage",
-            "doc_diversity", "summary_diversity", "abstractiveness")
-
-
-def load_stats(path: str | Path) -> pd.DataFrame:
-    """Per-domain measures (index: domain; columns: level + measures) from the JSON or
-    CSV of ``domain_stats.py``."""
-    path = Path(path)
-    if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        rows = list((data.get("domains") or {}).values())
-        frame = pd.DataFrame(rows)
-    else:
-        frame = pd.read_csv(path)
-    if "domain" not in frame.columns:
-        raise SystemExit(f"{path}: no 'domain' column/records; is it domain_stats output?")
-    if "level" not in frame.columns:
-        frame["level"] = frame["domain"].map(lambda d: catalog.level_of("domainsum", d))
-    for m in MEASURES:
-        frame[m] = pd.to_numeric(frame.get(m), errors="coerce")
-    return frame.set_index("domain")
-
-
-def correlate(x, y) -> dict:
-    """Pearson and Spearman over the finite pairs of ``x`` and ``y``."""
-    x = np.asarray(x, float)
-    y = np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    out = {"n": int(len(x)), "pearson_r": math.nan, "pearson_p": math.nan,
-           "spearman_rho": math.nan, "spearman_p": math.nan, "note": ""}
-    if len(x) < 3:
-        out["note"] = f"only {len(x)} domain(s) with data"
-        return out
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        out["note"] = "constant values"
-        return out
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r, p = sstats.pearsonr(x, y)
-        rho, sp = sstats.spearmanr(x, y)
-    out.update(pearson_r=float(r), pearson_p=float(p), spearman_rho=float(rho),
-               spearman_p=float(sp))
-    return out
-
-
-def mark(p: float) -> str:
-    if not math.isfinite(p):
-        return ""
-    return "**" if p < 0.01 else "*" if p < 0.05 else ""
-
-
-def correlation_runs(perf: pd.DataFrame, stats: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per (level, measure, model, setting)."""
-    perf = perf[(perf["benchmark"] == "domainsum") & (perf["metric"] == metric)]
-    rows = []
-    for (level, model, setting), g in perf.groupby(["level", "model", "setting"], dropna=True):
-        scores = g.groupby("domain")["value"].mean()
-        domains = [d for d in scores.index if d in stats.index]
-        for m in MEASURES:
-            x = [stats.loc[d, m] for d in domains]
-            y = [scores[d] for d in domains]
-            res = correlate(x, y)
-            rows.append({"level": level, "measure": m, "model": model, "setting": setting,
-                         "domains": ",".join(domains), **res})
-    return pd.DataFrame(rows, columns=["level", "measure", "model", "setting", "domains",
-                                       "n", "pearson_r", "pearson_p", "spearman_rho",
-                                       "spearman_p", "note"])
-
-
-def average(detail: pd.DataFrame) -> pd.DataFrame:
-    """Mean over settings per (level, measure, model), plus model ``all`` (every run)."""
-    cols = ["pearson_r", "pearson_p", "spearman_rho", "spearman_p"]
-    if detail.empty:
-        return pd.DataFrame(columns=["level", "measure", "model", "runs", *cols])
-    per_model = (detail.groupby(["level", "measure", "model"])[cols]
-                 .mean().reset_index())  # pandas' mean skips NaN
-    per_model["runs"] = detail.groupby(["level", "measure", "model"])["pearson_r"] \
-        .count().values
-    overall = detail.groupby(["level", "measure"])[cols].mean().reset_index()
-    overall["model"] = "all"
-    overall["runs"] = detail.groupby(["level", "measure"])["pearson_r"].count().values
-    return pd.concat([per_model, overall], ignore_index=True)
-
-
-def to_markdown(avg: pd.DataFrame, metric: str) -> str:
-    parts = [f"Correlation of domain measures with `{metric}` (Pearson r, mean over "
-             "settings; * p < 0.05, ** p < 0.01 on the mean p-value; Spearman rho in "
-             "parentheses).", ""]
-    for level, g in avg.groupby("level", sort=False):
-        models = [m for m in dict.fromkeys(g["model"]) if m != "all"] + ["all"]
-        rows = []
-        for measure in MEASURES:
-            row = [measure]
-            for model in models:
-                r = g[(g["measure"] == measure) & (g["model"] == model)]
-                if r.empty:
-                    row.append("n/a")
-                    continue
-                r = r.iloc[0]
-                row.append(f"{fmt(r['pearson_r'], 3)}{mark(r['pearson_p'])} "
-                           f"({fmt(r['spearman_rho'], 3)})")
-            rows.append(row)
-        parts += [f"**{level}**", "", markdown_table(["Measure", *models], rows)]
-    return "\n".join(parts)
+from custom_metrics.analysis.errors import AnalysisError
+from lm_eval_tasks.report.domain_correlation import write_correlations
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,23 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fine-tuned", nargs="*", default=[], help="folders of fine-tuned runs")
     ap.add_argument("--out", type=Path, default=Path("out/correlate"))
     args = ap.parse_args(argv)
-
-    res = load_results(args.folders, fine_tuned=args.fine_tuned)
-    stats = load_stats(args.stats)
-    if res.frame.empty or not (res.frame["metric"] == args.metric).any():
-        res.problems.append(f"no '{args.metric}' values in the result folders")
-    detail = correlation_runs(res.frame, stats, args.metric)
-    avg = average(detail)
-    args.out.mkdir(parents=True, exist_ok=True)
-    detail.to_csv(args.out / "correlations_detail.csv", index=False, quoting=csv.QUOTE_MINIMAL)
-    avg.to_csv(args.out / "correlations.csv", index=False)
-    md = to_markdown(avg, args.metric)
-    notes = sorted({f"- {r.level}/{r.model}/{r.setting}: {r.note}"
-                    for r in detail.itertuples() if r.note})
-    if notes or res.problems:
-        md += "\nNotes:\n" + "\n".join(notes + [f"- {p}" for p in res.problems]) + "\n"
-    (args.out / "correlations.md").write_text(md, encoding="utf-8")
-    print(md)
-    for p in res.problems:
+    try:
+        report = write_correlations(args.folders, args.stats, args.out, args.metric, args.fine_tuned)
+    except AnalysisError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(report.markdown)
+    for p in report.problems:
         print(f"warning: {p}", file=sys.stderr)
     return 0

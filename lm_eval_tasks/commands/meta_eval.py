@@ -1,6 +1,7 @@
 """``domsum meta-eval``: correlate summary metrics with human judgments.
 
-The statistics live in :mod:`custom_metrics.analysis.meta_eval` (no catalogue needed);
+The meta-evaluation lives in :mod:`custom_metrics.analysis.meta_eval` (no catalogue needed;
+its statistics in :mod:`custom_metrics.analysis.stats`);
 this command parses the flags and resolves the settings the computed metrics use
 (judge, BERTScore encoder, perplexity and BLANC models) through
 :mod:`lm_eval_tasks.settings`, so ``--metadata`` and the ``DOMSUM_*`` variables mean

@@ -580,14 +580,14 @@ NOT_BOOTSTRAPPED = {
 def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ctx: registry.Context,
               n_boot: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
     """(key -> [low, high] or None, key -> why None): the percentile bootstrap 95% interval of
-    every chosen key, documents resampled (:mod:`custom_metrics.analysis.bootstrap`).
+    every chosen key, documents resampled (:mod:`custom_metrics.analysis.stats.bootstrap`).
 
     ``mean`` / ``nanmean`` keys resample the per-document values; a ``corpus`` key
     recomputes its corpus function (:func:`registry.aggregate`) on the resampled items,
     unless :data:`NOT_BOOTSTRAPPED` says that is too slow; a ``sum`` key is a count of
     events in this file, not an estimate, and gets none.
     """
-    from custom_metrics.analysis.bootstrap import bootstrap_interval
+    from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
 
     out: dict[str, Any] = {}
     why: dict[str, str] = {}

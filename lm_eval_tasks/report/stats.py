@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from custom_metrics import registry
-from custom_metrics.analysis.bootstrap import bootstrap_distribution, percentile_interval
-from custom_metrics.analysis.significance import TESTS, PairedResult
+from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
+from custom_metrics.analysis.stats.significance import TESTS, PairedResult
 from lm_eval_tasks.report.runs import Run
 
 #: relative difference between the reported value and the one refolded from the samples
@@ -78,6 +78,16 @@ def fold(run: Run, key: str, items: list[Any]) -> float:
     return float(statistic_for(run, key)(items))
 
 
+def _interval(run: Run, key: str, items: list[Any], n_boot: int, seed: int, alpha: float) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``key`` folded over ``items`` (NaN for counts
+    and when ``n_boot`` is 0): a count of events is a fact of the run, not an estimate."""
+    how = aggregation_of(key)
+    if how == "sum" or n_boot <= 0:
+        return math.nan, math.nan
+    stat = how if how in ("mean", "nanmean") else statistic_for(run, key)
+    return bootstrap_interval(_values(items, how), stat, n_boot, seed, alpha)
+
+
 def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: float = 0.05,
              docs: Sequence[str] | None = None) -> Estimate:
     """The reported value of ``key`` with a percentile bootstrap interval over documents.
@@ -88,15 +98,11 @@ def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: fl
     """
     reported = run.values.get(key, math.nan)
     per = run.per_doc(key)
-    how = aggregation_of(key)
     if docs is not None:
         items = [per[d] for d in docs if d in per]
         if not items:
             return Estimate(value=math.nan)
-        low = high = math.nan
-        if how != "sum" and n_boot > 0:
-            stat = how if how in ("mean", "nanmean") else statistic_for(run, key)
-            low, high = percentile_interval(bootstrap_distribution(_values(items, how), stat, n_boot, seed), alpha)
+        low, high = _interval(run, key, items, n_boot, seed, alpha)
         return Estimate(value=fold(run, key, items), low=low, high=high, n=len(items))
     if not per:
         return Estimate(value=reported, stderr=run.stderr.get(key))
@@ -105,10 +111,7 @@ def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: fl
     agrees = (math.isnan(refolded) and math.isnan(reported)) or (
         math.isfinite(refolded) and math.isfinite(reported)
         and abs(refolded - reported) <= AGREEMENT_TOLERANCE * max(1.0, abs(reported)))
-    low = high = math.nan
-    if how != "sum" and n_boot > 0:
-        stat = how if how in ("mean", "nanmean") else statistic_for(run, key)
-        low, high = percentile_interval(bootstrap_distribution(_values(items, how), stat, n_boot, seed), alpha)
+    low, high = _interval(run, key, items, n_boot, seed, alpha)
     return Estimate(value=reported if math.isfinite(reported) else refolded, low=low, high=high,
                     stderr=run.stderr.get(key), n=len(items), agrees=agrees)
 

@@ -1,7 +1,8 @@
 """Seeded percentile bootstrap over documents: one resampling rule for every report.
 
-Why one module: ``domsum report`` (the brackets of its tables) and ``domsum
-rescore`` (an interval for every key of a re-scored file) must draw resamples the same
+Why one module: ``domsum report`` (the brackets of its tables), ``domsum
+rescore`` (an interval for every key of a re-scored file) and ``domsum meta-eval`` (the
+interval of every metric-human correlation, :mod:`.levels`) must draw resamples the same
 way, so that the same per-document scores, seed and resample count give the same
 interval wherever it is printed. Resamples are rows of
 ``numpy.random.default_rng(seed).integers(0, n, size=(n_boot, n))``, drawn in chunks
@@ -28,8 +29,12 @@ CHUNK_CELLS = 4_000_000
 Statistic = str | Callable[[list[Any]], float]
 
 
-def resample_indices(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
-    """Blocks of resampled document indices, ``(rows, n)`` each, ``n_boot`` rows in all."""
+def resample_indices(n: int, n_boot: int, seed: int | Sequence[int]) -> Iterator[np.ndarray]:
+    """Blocks of resampled document indices, ``(rows, n)`` each, ``n_boot`` rows in all.
+
+    ``seed``: anything ``numpy.random.default_rng`` takes; a sequence such as
+    ``[seed, level, method]`` gives each of several intervals its own stream.
+    """
     rng = np.random.default_rng(seed)
     rows = max(1, CHUNK_CELLS // max(n, 1))
     done = 0

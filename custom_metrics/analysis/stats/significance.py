@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from custom_metrics.analysis.bootstrap import resample_indices
+from custom_metrics.analysis.stats.bootstrap import resample_indices
 
 Statistic = str | Callable[[list[Any]], float]
 #: relative to the largest null value: differences smaller than this count as ties

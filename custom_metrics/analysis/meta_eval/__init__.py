@@ -1,0 +1,124 @@
+"""Meta-evaluation of summary metrics against human judgments (FD / ScholarSum and any table).
+
+Inputs (format detected, or ``--format``):
+
+* **fd** — the ScholarSum/FD release: JSON lines, one paper per line, with ``article``,
+  ``human`` (reference abstract), one key per system holding its summary,
+  ``{system}_human`` (human total), ``{system}_human_list`` (four facet fractions),
+  ``{system}_aspect`` / ``ground_aspect`` (facet segments, JSON strings) and
+  precomputed metric scores ``{system}_{metric}``. Systems are the keys ``S`` for which
+  ``S_human`` exists; metrics are the numeric ``S_{metric}`` keys.
+* **long** — a CSV or JSONL table, one row per (document, system): ``doc_id``,
+  ``system``, metric columns, a human column (``--human``, default ``human``) and
+  optionally ``reference`` / ``summary`` texts (needed by ``--compute``).
+
+* **ratings** (``--ratings FILE``, with either of the above as the metric table) — one
+  row per human rating: ``doc_id``, ``system`` (empty for an aspect rated once per
+  sample, e.g. speciality), ``annotator``, ``aspect``, ``rating``. Adds the
+  correlation of every metric with every aspect, per annotator and for the consensus
+  (mean over annotators), at every level and with every method below; Cohen's kappa
+  (unweighted and quadratic-weighted) per aspect and annotator pair; and the mean
+  consensus rating per system and aspect (Table 2 of the biomedical question
+  summarization paper).
+
+Reported for every metric vs the human score: Pearson, Spearman and Kendall (scipy) at
+summary level pooled over all pairs (as the paper does) and averaged per document, and
+at system level (system means), each with a seeded bootstrap 95% CI (pairs resampled
+for pooled, documents for per-document and system level) and the number of pairs /
+documents / systems it used. Also the metric-by-metric Spearman heat map (PNG), the
+system rankings per metric side by side, and Cohen's kappa between two annotators
+(``--kappa A,B``: two columns holding ratings or lists of facet ratings).
+
+Bad input is counted, never fatal: NaN / missing scores drop only the pairs they touch,
+empty summaries and (document, system) cells missing from some rows are counted, and a
+correlation over fewer than 3 pairs (or without variation) is reported as n/a.
+
+    domsum meta-eval data/pubmed.json --out out/meta --compute rouge,bertscore
+
+The package: :mod:`.inputs` reads and checks the files, :mod:`.compute` adds our own
+metric columns, :mod:`.tables` shapes rankings and rating tables, :mod:`.output` writes
+the folder; the coefficients, levels, intervals and kappa come from
+:mod:`custom_metrics.analysis.stats`. Unusable files (a missing column, a repeated pair)
+raise :class:`~custom_metrics.analysis.errors.MetaEvalError`, never ``SystemExit``; the
+command line (``domsum meta-eval``) lives in :mod:`lm_eval_tasks.commands.meta_eval`,
+which resolves the settings and the judge and turns an error into one line, exit 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from custom_metrics.analysis.errors import MetaEvalError
+from custom_metrics.analysis.meta_eval.compute import COMPUTABLE, compute_metrics
+from custom_metrics.analysis.meta_eval.inputs import load_ratings, load_table, metric_columns
+from custom_metrics.analysis.meta_eval.output import write_outputs
+from custom_metrics.analysis.meta_eval.tables import (
+    CONSENSUS,
+    annotator_kappa,
+    attach_human,
+    human_scores,
+    kappa_table,
+    rankings,
+    ratings_correlations,
+    system_ratings,
+)
+from custom_metrics.analysis.stats.levels import correlation_table, spearman_matrix
+
+
+def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "human",
+        metrics: Sequence[str] | None = None, compute: Sequence[str] = (), n_boot: int = 1000,
+        seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
+        bertscore_model: str | None = None, bertscore_layers: int | None = None,
+        fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
+        blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
+    """Meta-evaluate the metric table at ``path`` into the folder ``out``.
+
+    Returns what ``summary.json`` holds plus the data frames (``table``, ``rankings``,
+    and with ``ratings`` ``human_correlations``, ``kappas``, ``system_ratings``) and the
+    Markdown report (``markdown``). Raises :class:`MetaEvalError` on unusable input.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    df, counts = load_table(path, fmt, human, require_human=ratings is None)
+    info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
+                           judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
+                           blanc_model=blanc_model, progress=progress) if compute else {}
+    cols = list(metrics) if metrics else metric_columns(df)
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise MetaEvalError(f"metric column(s) {missing} not in the data")
+    extra: dict[str, Any] = {}
+    if ratings is not None:
+        rdf, rcounts = load_ratings(ratings)
+        counts.update(rcounts)
+        if "human" not in df.columns:
+            # For the rankings, heat map and overall table: the consensus rating averaged
+            # over the per-summary aspects (per-sample aspects say nothing of a system).
+            overall = rdf[rdf["system"] != ""].assign(aspect="all")
+            df = attach_human(df, human_scores(overall, "all", CONSENSUS))
+            counts["human"] = "mean consensus rating over the per-summary aspects (--ratings)"
+        extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed),
+                 "kappas": kappa_table(rdf), "system_ratings": system_ratings(rdf)}
+    counts["nan_human"] = int(pd.to_numeric(df["human"], errors="coerce").isna().sum())
+    table = correlation_table(df, cols, n_boot=n_boot, seed=seed)
+    matrix = spearman_matrix(df, cols + ["human"])
+    ranks = rankings(df, ["human"] + cols)
+    summary: dict[str, Any] = {"input": str(path), "counts": counts, "metrics": cols, "compute": info,
+                               "bootstrap": n_boot, "seed": seed,
+                               "ratings": None if ratings is None else str(ratings)}
+    if kappa:
+        summary["kappa"] = annotator_kappa(df, kappa)
+    markdown = write_outputs(out, summary, table, ranks, matrix, extra if ratings is not None else None)
+    summary["table"] = table
+    summary["rankings"] = ranks
+    summary.update(extra)
+    summary["markdown"] = markdown
+    return summary
+
+
+__all__ = ["COMPUTABLE", "MetaEvalError", "compute_metrics", "load_ratings", "load_table", "metric_columns",
+           "ratings_correlations", "run"]

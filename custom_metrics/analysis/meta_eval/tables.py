@@ -1,0 +1,122 @@
+"""Meta-evaluation tables beyond the correlations themselves: system rankings, human
+scores from per-annotator ratings (one annotator or the consensus), kappa per aspect,
+per-system mean ratings, and every metric against every rated aspect.
+
+The coefficients, levels, intervals and kappa come from :mod:`custom_metrics.analysis.stats`;
+this module only shapes the tables they are computed on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from custom_metrics.analysis.meta_eval.inputs import flatten_ratings
+from custom_metrics.analysis.stats.agreement import cohen_kappa, weighted_kappa
+from custom_metrics.analysis.stats.levels import correlation_table
+
+CONSENSUS = "consensus"
+
+LOWER_IS_BETTER = ("perplexity", "ppl", "our_perplexity")
+
+
+def rankings(df: pd.DataFrame, columns: Sequence[str],
+             lower_is_better: Sequence[str] = LOWER_IS_BETTER) -> pd.DataFrame:
+    """System means per metric (and human) with ranks (1 = best).
+
+    Higher is better except for the columns named in ``lower_is_better`` (perplexity).
+    """
+    means = df.groupby("system")[list(columns)].mean(numeric_only=True)
+    out = pd.DataFrame(index=means.index)
+    for c in columns:
+        out[c] = means[c]
+        out[f"{c}_rank"] = means[c].rank(ascending=c in lower_is_better, method="min")
+    return out.sort_values(f"{columns[0]}_rank")
+
+
+def human_scores(ratings: pd.DataFrame, aspect: str, who: str) -> pd.DataFrame:
+    """(doc_id, system, human) for one aspect: one annotator's rating, or the consensus.
+
+    The consensus is the mean over annotators of each annotator's rating of the item
+    (an annotator who rated an item twice counts once, by their mean).
+    """
+    r = ratings[ratings["aspect"] == aspect]
+    per = r.groupby(["doc_id", "system", "annotator"], sort=False)["rating"].mean().reset_index()
+    if who != CONSENSUS:
+        per = per[per["annotator"] == who]
+    return per.groupby(["doc_id", "system"], sort=False)["rating"].mean().reset_index().rename(
+        columns={"rating": "human"})
+
+
+def attach_human(df: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
+    """The metric table with one human column; per-sample ratings (system '') broadcast."""
+    base = df.drop(columns=["human"], errors="ignore")
+    base = base.assign(_doc=base["doc_id"].astype(str), _sys=base["system"].astype(str))
+    h = human.assign(_doc=human["doc_id"].astype(str), _sys=human["system"].astype(str))
+    per_system = h[h["_sys"] != ""][["_doc", "_sys", "human"]]
+    per_sample = h[h["_sys"] == ""][["_doc", "human"]].rename(columns={"human": "_sample_human"})
+    out = base.merge(per_system, on=["_doc", "_sys"], how="left").merge(per_sample, on="_doc", how="left")
+    out["human"] = out["human"].fillna(out["_sample_human"])
+    return out.drop(columns=["_doc", "_sys", "_sample_human"])
+
+
+def kappa_table(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Inter-annotator agreement per aspect and annotator pair: unweighted and quadratic kappa."""
+    rows = []
+    for aspect, r in ratings.groupby("aspect", sort=True):
+        wide = r.groupby(["doc_id", "system", "annotator"])["rating"].mean().unstack("annotator")
+        names = sorted(wide.columns)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                k, n = cohen_kappa(list(wide[a]), list(wide[b]))
+                kq, _ = weighted_kappa(list(wide[a]), list(wide[b]), "quadratic")
+                rows.append({"aspect": aspect, "annotator_a": a, "annotator_b": b, "n_items": n,
+                             "kappa": k, "kappa_quadratic": kq})
+    return pd.DataFrame(rows, columns=["aspect", "annotator_a", "annotator_b", "n_items", "kappa",
+                                       "kappa_quadratic"])
+
+
+def system_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Mean consensus rating per system and aspect (the paper's Table 2), with item counts.
+
+    Per-sample aspects (system '') are reported on a row named ``(per sample)``.
+    """
+    parts = []
+    for aspect in sorted(ratings["aspect"].unique()):
+        h = human_scores(ratings, aspect, CONSENSUS)
+        h["system"] = h["system"].replace("", "(per sample)")
+        g = h.groupby("system")["human"].agg(["mean", "count"])
+        parts.append(g.rename(columns={"mean": aspect, "count": f"{aspect}_n"}))
+    return pd.concat(parts, axis=1) if parts else pd.DataFrame()
+
+
+def ratings_correlations(df: pd.DataFrame, ratings: pd.DataFrame, metrics: Sequence[str], *,
+                         n_boot: int, seed: int) -> pd.DataFrame:
+    """Every metric vs every aspect, per annotator and for the consensus, all levels/methods."""
+    tables = []
+    annotators = sorted(ratings["annotator"].unique())
+    for aspect in sorted(ratings["aspect"].unique()):
+        for who in [*annotators, CONSENSUS]:
+            merged = attach_human(df, human_scores(ratings, aspect, who))
+            t = correlation_table(merged, metrics, n_boot=n_boot, seed=seed)
+            t.insert(0, "annotator", who)
+            t.insert(0, "aspect", aspect)
+            tables.append(t)
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def annotator_kappa(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
+    """``--kappa A,B``: Cohen's kappa between two annotator columns of the metric table
+    (cells holding one rating or a list of facet ratings, :func:`flatten_ratings`)."""
+    a, b = columns
+    if a in df.columns and b in df.columns:
+        k, n = cohen_kappa(flatten_ratings(df[a]), flatten_ratings(df[b]))
+        return {"annotators": [a, b], "kappa": None if math.isnan(k) else k, "n_items": n}
+    return {"annotators": [a, b], "kappa": None, "n_items": 0, "note": "annotator column(s) missing"}
+
+
+__all__ = ["CONSENSUS", "LOWER_IS_BETTER", "annotator_kappa", "attach_human", "human_scores", "kappa_table",
+           "rankings", "ratings_correlations", "system_ratings"]

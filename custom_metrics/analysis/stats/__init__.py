@@ -1,0 +1,19 @@
+"""The suite's statistics, in one package: every correlation, interval, paired test and
+agreement coefficient any command reports is computed here.
+
+Why one place: ``domsum report``, ``rescore``, ``correlate`` and ``meta-eval`` (and the
+CCSBench length PCC) print numbers that must agree wherever the same data appear —
+the same resampling rule, the same pair-dropping rule, the same p-value convention.
+
+* :mod:`.bootstrap` — seeded percentile bootstrap over documents (resampling rule,
+  intervals of means, NaN-means and corpus statistics);
+* :mod:`.significance` — paired permutation and paired bootstrap tests between two
+  systems on shared documents;
+* :mod:`.correlation` — Pearson / Spearman / Kendall coefficients and p-values;
+* :mod:`.levels` — metric-human correlation at summary level (pooled, per document) and
+  system level, with bootstrap intervals (meta-evaluation tables);
+* :mod:`.agreement` — Cohen's kappa, unweighted and weighted.
+
+Import from the submodules: this package imports none of them, so the light ones
+(:mod:`.correlation` on the scoring path) never pull in pandas or scipy.
+"""

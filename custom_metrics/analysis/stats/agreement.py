@@ -1,0 +1,70 @@
+"""Inter-annotator agreement: Cohen's kappa, unweighted and weighted.
+
+Why here and not in meta-eval: kappa is a statistic of two rating lists like any
+correlation; meta-eval's ``--kappa`` and ``--ratings`` tables call it, and so can any
+analysis of two annotators. Items either annotator left empty (None / NaN) are left out;
+categories are the ratings both gave, compared after rounding to 6 decimals (so 0.1 + 0.2
+and 0.3 are one category).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _both_rated(a: Sequence[Any], b: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """The (a, b) rating pairs where neither side is None or NaN."""
+    return [(x, y) for x, y in zip(a, b)
+            if x is not None and y is not None and not (isinstance(x, float) and math.isnan(x))
+            and not (isinstance(y, float) and math.isnan(y))]
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float, int]:
+    """Unweighted Cohen's kappa over the items both annotators rated; (kappa, n)."""
+    pairs = _both_rated(a, b)
+    n = len(pairs)
+    if n == 0:
+        return float("nan"), 0
+    cats = sorted({round(float(v), 6) for p in pairs for v in p})
+    idx = {c: i for i, c in enumerate(cats)}
+    m = np.zeros((len(cats), len(cats)))
+    for x, y in pairs:
+        m[idx[round(float(x), 6)], idx[round(float(y), 6)]] += 1
+    po = np.trace(m) / n
+    pe = float((m.sum(0) * m.sum(1)).sum()) / n ** 2
+    return (float("nan") if pe == 1 else float((po - pe) / (1 - pe))), n
+
+
+def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str = "quadratic") -> tuple[float, int]:
+    """Cohen's kappa with ``"quadratic"`` or ``"linear"`` disagreement weights; (kappa, n).
+
+    kappa_w = 1 - sum(w * O) / sum(w * E), O the observed and E the chance
+    (outer product of marginals) joint distribution over the sorted categories both
+    annotators used, w_ij = (|i - j| / (k - 1))^p with p = 2 (quadratic) or 1.
+    """
+    pairs = [(float(x), float(y)) for x, y in _both_rated(a, b)]
+    n = len(pairs)
+    if n == 0:
+        return float("nan"), 0
+    cats = sorted({round(v, 6) for p in pairs for v in p})
+    k = len(cats)
+    if k < 2:
+        return float("nan"), n
+    idx = {c: i for i, c in enumerate(cats)}
+    obs = np.zeros((k, k))
+    for x, y in pairs:
+        obs[idx[round(x, 6)], idx[round(y, 6)]] += 1
+    obs /= n
+    exp = np.outer(obs.sum(1), obs.sum(0))
+    power = 2 if weights == "quadratic" else 1
+    grid = np.arange(k)
+    w = (np.abs(grid[:, None] - grid[None, :]) / (k - 1)) ** power
+    denom = float((w * exp).sum())
+    return (float("nan") if denom == 0 else 1.0 - float((w * obs).sum()) / denom), n
+
+
+__all__ = ["cohen_kappa", "weighted_kappa"]

@@ -1,0 +1,162 @@
+"""Correlation of domain measures with model performance (DomainSum Table 4).
+
+Inputs: harness result folders (several models and settings) and the per-domain
+statistics written by ``domsum domain-stats`` (``domain_stats.json`` or ``.csv``).
+For every level (genre, style, topic) and every (model, setting) it correlates each
+measure with the performance metric (``--metric``, default ``rouge_geo``) across the
+level's domains: Pearson r with its two-sided p-value and Spearman rho
+(:func:`custom_metrics.analysis.stats.correlation.correlation_test`, i.e.
+``scipy.stats.pearsonr`` / ``spearmanr``). As in the paper, the per-setting
+correlations are then averaged over settings (zero-shot, 2shot, fine-tuned) per
+model, and over all (model, setting) runs in the ``all`` column. Averaged p-values are
+the mean of the per-run p-values; marks: ``*`` p < 0.05, ``**`` p < 0.01.
+
+A correlation needs at least 3 domains with both a measure and a score and some
+variation in both; otherwise it is n/a and the reason is listed.
+
+:func:`write_correlations` writes into its folder ``correlations_detail.csv`` (every
+run), ``correlations.csv`` (averaged) and ``correlations.md``; ``domsum correlate``
+is its command line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from custom_metrics.analysis.errors import AnalysisError
+from custom_metrics.analysis.stats.correlation import correlation_test
+from lm_eval_tasks import catalog
+from lm_eval_tasks.commands.results import fmt, load_results, markdown_table
+
+MEASURES = ("doc_length", "summary_length", "compression", "density", "coverage",
+            "doc_diversity", "summary_diversity", "abstractiveness")
+COEFFICIENTS = ["pearson_r", "pearson_p", "spearman_rho", "spearman_p"]
+
+
+def load_stats(path: str | Path) -> pd.DataFrame:
+    """Per-domain measures (index: domain; columns: level + measures) from the JSON or
+    CSV of ``domsum domain-stats``; :class:`AnalysisError` when it is not that output."""
+    path = Path(path)
+    if path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = list((data.get("domains") or {}).values())
+        frame = pd.DataFrame(rows)
+    else:
+        frame = pd.read_csv(path)
+    if "domain" not in frame.columns:
+        raise AnalysisError(f"{path}: no 'domain' column/records; is it domain_stats output?")
+    if "level" not in frame.columns:
+        frame["level"] = frame["domain"].map(lambda d: catalog.level_of("domainsum", d))
+    for m in MEASURES:
+        frame[m] = pd.to_numeric(frame.get(m), errors="coerce")
+    return frame.set_index("domain")
+
+
+def correlate(x, y) -> dict:
+    """Pearson and Spearman over the finite pairs of ``x`` and ``y``, with the reason
+    (``note``) when there is no coefficient."""
+    res = correlation_test(x, y)
+    note = {"few": f"only {res.n} domain(s) with data", "constant": "constant values"}.get(res.undefined, "")
+    return {"n": res.n, "pearson_r": res.pearson_r, "pearson_p": res.pearson_p,
+            "spearman_rho": res.spearman_rho, "spearman_p": res.spearman_p, "note": note}
+
+
+def mark(p: float) -> str:
+    """Significance marks of the paper's tables: ``**`` p < 0.01, ``*`` p < 0.05."""
+    if not math.isfinite(p):
+        return ""
+    return "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def correlation_runs(perf: pd.DataFrame, stats: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per (level, measure, model, setting)."""
+    perf = perf[(perf["benchmark"] == "domainsum") & (perf["metric"] == metric)]
+    rows = []
+    for (level, model, setting), g in perf.groupby(["level", "model", "setting"], dropna=True):
+        scores = g.groupby("domain")["value"].mean()
+        domains = [d for d in scores.index if d in stats.index]
+        for m in MEASURES:
+            x = [stats.loc[d, m] for d in domains]
+            y = [scores[d] for d in domains]
+            res = correlate(x, y)
+            rows.append({"level": level, "measure": m, "model": model, "setting": setting,
+                         "domains": ",".join(domains), **res})
+    return pd.DataFrame(rows, columns=["level", "measure", "model", "setting", "domains",
+                                       "n", *COEFFICIENTS, "note"])
+
+
+def average(detail: pd.DataFrame) -> pd.DataFrame:
+    """Mean over settings per (level, measure, model), plus model ``all`` (every run)."""
+    cols = COEFFICIENTS
+    if detail.empty:
+        return pd.DataFrame(columns=["level", "measure", "model", "runs", *cols])
+    per_model = (detail.groupby(["level", "measure", "model"])[cols]
+                 .mean().reset_index())  # pandas' mean skips NaN
+    per_model["runs"] = detail.groupby(["level", "measure", "model"])["pearson_r"] \
+        .count().values
+    overall = detail.groupby(["level", "measure"])[cols].mean().reset_index()
+    overall["model"] = "all"
+    overall["runs"] = detail.groupby(["level", "measure"])["pearson_r"].count().values
+    return pd.concat([per_model, overall], ignore_index=True)
+
+
+def to_markdown(avg: pd.DataFrame, metric: str) -> str:
+    parts = [f"Correlation of domain measures with `{metric}` (Pearson r, mean over "
+             "settings; * p < 0.05, ** p < 0.01 on the mean p-value; Spearman rho in "
+             "parentheses).", ""]
+    for level, g in avg.groupby("level", sort=False):
+        models = [m for m in dict.fromkeys(g["model"]) if m != "all"] + ["all"]
+        rows = []
+        for measure in MEASURES:
+            row = [measure]
+            for model in models:
+                r = g[(g["measure"] == measure) & (g["model"] == model)]
+                if r.empty:
+                    row.append("n/a")
+                    continue
+                r = r.iloc[0]
+                row.append(f"{fmt(r['pearson_r'], 3)}{mark(r['pearson_p'])} "
+                           f"({fmt(r['spearman_rho'], 3)})")
+            rows.append(row)
+        parts += [f"**{level}**", "", markdown_table(["Measure", *models], rows)]
+    return "\n".join(parts)
+
+
+@dataclass
+class CorrelationReport:
+    """What :func:`write_correlations` wrote: the Markdown and the problems to warn about."""
+
+    markdown: str
+    problems: list[str] = field(default_factory=list)
+
+
+def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path, metric: str = "rouge_geo",
+                       fine_tuned: Sequence[str] = ()) -> CorrelationReport:
+    """Table 4 from result folders and domain statistics, written into ``out``."""
+    res = load_results(folders, fine_tuned=fine_tuned)
+    stats = load_stats(stats_path)
+    if res.frame.empty or not (res.frame["metric"] == metric).any():
+        res.problems.append(f"no '{metric}' values in the result folders")
+    detail = correlation_runs(res.frame, stats, metric)
+    avg = average(detail)
+    out.mkdir(parents=True, exist_ok=True)
+    detail.to_csv(out / "correlations_detail.csv", index=False, quoting=csv.QUOTE_MINIMAL)
+    avg.to_csv(out / "correlations.csv", index=False)
+    md = to_markdown(avg, metric)
+    notes = sorted({f"- {r.level}/{r.model}/{r.setting}: {r.note}"
+                    for r in detail.itertuples() if r.note})
+    if notes or res.problems:
+        md += "\nNotes:\n" + "\n".join(notes + [f"- {p}" for p in res.problems]) + "\n"
+    (out / "correlations.md").write_text(md, encoding="utf-8")
+    return CorrelationReport(md, list(res.problems))
+
+
+__all__ = ["MEASURES", "CorrelationReport", "average", "correlate", "correlation_runs", "load_stats", "mark",
+           "to_markdown", "write_correlations"]
