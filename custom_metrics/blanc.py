@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from custom_metrics.hf_models import right_pad
+from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 DEFAULT_MODEL = "bert-base-uncased"
 FILLER = "."
@@ -347,3 +348,53 @@ def blanc_scores(summaries: Sequence[str], sources: Sequence[str], model: str | 
         t = blanc_tune_per_document(summaries, sources, model, params)
         out["blanc_tune"] = sum(t) / len(t) if t else 0.0
     return out
+
+
+# =========================================================================== the family records
+
+
+def _params(ctx: Context) -> BlancParams:
+    epochs = ctx.settings.get("blanc_tune_epochs")
+    return BlancParams(batch_size=max(int(ctx.settings.get("metric_batch_size") or 16), 16),
+                       **({"tune_epochs": int(epochs)} if epochs not in (None, "") else {}))
+
+
+def _sources(batch: Batch) -> list[str]:
+    return ["" if s is None else str(s) for s in batch.documents]
+
+
+def _help_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    return {"blanc_help": blanc_help_per_document(stripped(batch.predictions), _sources(batch),
+                                                  BLANC_HELP.model(ctx), _params(ctx))}
+
+
+def _tune_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    return {"blanc_tune": blanc_tune_per_document(stripped(batch.predictions), _sources(batch),
+                                                  BLANC_TUNE.model(ctx), _params(ctx))}
+
+
+_SETTINGS = ("blanc_model", "blanc_tune_epochs", "metric_batch_size")
+
+BLANC_HELP = Family(
+    name="blanc_help",
+    keys=(Key("blanc_help", description="BLANC-help: how much the summary helps unmask the source",
+              display="BLANC-help", unit="score"),),
+    score=_help_score,
+    description="BLANC-help, reference-free (reads the source document); -1..1.",
+    source="custom_metrics.blanc (the BLANC release's algorithm)",
+    needs=("model",), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
+    optional=True,
+)
+
+BLANC_TUNE = Family(
+    name="blanc_tune",
+    keys=(Key("blanc_tune", description="BLANC-tune: unmasking gain after tuning on the summary",
+              display="BLANC-tune", unit="score"),),
+    score=_tune_score,
+    description="BLANC-tune, reference-free (reads the source document); -1..1.",
+    source="custom_metrics.blanc (the BLANC release's algorithm)",
+    needs=("model",), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
+    optional=True,
+)
+
+METRIC_FAMILIES = (BLANC_HELP, BLANC_TUNE)

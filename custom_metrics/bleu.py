@@ -32,6 +32,7 @@ Empty predictions score 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from custom_metrics.registry import NAN, Batch, Context, Family, Key, paired_texts, stripped, text_pairs
 
 
 def _check(predictions: Sequence[str], references: Sequence[str], what: str) -> None:
@@ -83,3 +84,50 @@ def bleu_scores(predictions: Sequence[str], references: Sequence[str]) -> dict:
     out = {"bleu": sum(per) / len(per) if per else 0.0}
     out.update(corpus_sacrebleu(predictions, references))
     return out
+
+
+# =========================================================================== the family records
+
+
+def _bleu_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    # the signature describes the scorer's settings, not the texts: one throw-away pair reads it
+    ctx.details["sacrebleu_signature"] = corpus_sacrebleu(["x"], ["x"])["sacrebleu_signature"]
+    return {"bleu": sentence_bleu_scores(stripped(batch.predictions), stripped(batch.references)),
+            "sacrebleu": text_pairs(batch)}
+
+
+def _corpus_bleu(items: Sequence, ctx: Context) -> float:
+    texts = paired_texts(items)
+    return NAN if texts is None else float(corpus_sacrebleu(*texts)["sacrebleu"])
+
+
+def _chrf_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    ctx.details["chrf_signature"] = chrf_scores(["x"], ["x"])["chrf_signature"]
+    return {"chrf": text_pairs(batch)}
+
+
+def _corpus_chrf(items: Sequence, ctx: Context) -> float:
+    texts = paired_texts(items)
+    return NAN if texts is None else float(chrf_scores(*texts)["chrf"])
+
+
+BLEU = Family(
+    name="bleu",
+    keys=(Key("bleu", description="mean smoothed sentence BLEU", display="BLEU", unit="score"),
+          Key("sacrebleu", aggregation="corpus", corpus=_corpus_bleu, display="SacreBLEU", unit="score",
+              description="corpus BLEU (n-gram counts summed over the corpus), signature in the details")),
+    score=_bleu_score,
+    description="BLEU through sacrebleu, 0-100.",
+    source="custom_metrics.bleu (sacrebleu)",
+)
+
+CHRF = Family(
+    name="chrf",
+    keys=(Key("chrf", aggregation="corpus", corpus=_corpus_chrf, display="chrF", unit="score",
+              description="corpus chrF (character n-gram statistics summed over the corpus), 0-100"),),
+    score=_chrf_score,
+    description="chrF through sacrebleu, 0-100.",
+    source="custom_metrics.bleu (sacrebleu)",
+)
+
+METRIC_FAMILIES = (BLEU, CHRF)

@@ -19,6 +19,7 @@ Every function here is a plain function over strings and lists (no harness impor
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -337,3 +338,145 @@ def judge_focus(summaries: Sequence[str], config: Any,
     res = judge_labels([messages(s) for s in summaries], answers, config, desc="ccsbench focus",
                        generations=summaries)
     return list(res.values), res
+
+
+# =========================================================================== the family records
+from custom_metrics.judge_metrics import _judge_check, _judge_describe, _judge_of  # noqa: E402
+from custom_metrics.registry import NAN, Batch, Context, Family, Key  # noqa: E402
+
+
+def _length_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    pairs = []
+    for pred, extra in zip(batch.predictions, batch.extras):
+        target = extra.get("length_bin")
+        pairs.append(None if target is None or target < 0 else [length_bin(pred), int(target)])
+    return {"length_pcc": pairs,
+            "length_mad": [NAN if p is None else float(abs(p[0] - p[1])) for p in pairs]}
+
+
+def _length_pcc(items: Sequence[Any], ctx: Context) -> float:
+    pairs = [p for p in items if p is not None]
+    return pearson([p[0] for p in pairs], [p[1] for p in pairs]) if pairs else NAN
+
+
+CCS_LENGTH = Family(
+    name="ccs_length",
+    keys=(Key("length_pcc", aggregation="corpus", corpus=_length_pcc,
+              description="Pearson r of generated vs requested length bin", display="Length PCC", unit="score"),
+          Key("length_mad", higher_is_better=False, aggregation="nanmean",
+              description="mean |generated bin - requested bin|", display="Length MAD", unit="score")),
+    score=_length_score,
+    description="CCSBench length control: 50-word bins of whitespace words.",
+    source="custom_metrics.ccs",
+)
+
+
+def _keywords_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    return {"keyword_sr": [keyword_success_rate([p], [e.get("keywords") or []])
+                           for p, e in zip(batch.predictions, batch.extras)]}
+
+
+CCS_KEYWORDS = Family(
+    name="ccs_keywords",
+    keys=(Key("keyword_sr", aggregation="nanmean", description="share of requested keywords present",
+              display="Keyword SR"),),
+    score=_keywords_score,
+    description="CCSBench keyword control: exact match after Porter stemming.",
+    source="custom_metrics.ccs",
+)
+
+
+def _readability_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    from custom_metrics.progress import track
+
+    levels = [e.get("readability") or None for e in batch.extras]
+    pairs = track(list(zip(batch.predictions, levels)), ctx.bar_label("FKGL"), enabled=ctx.progress)
+    grades = [fkgl(p) if lv in ("normal", "high") else NAN for p, lv in pairs]
+    return {"fkgl_normal": [g if lv == "normal" else NAN for g, lv in zip(grades, levels)],
+            "fkgl_high": [g if lv == "high" else NAN for g, lv in zip(grades, levels)],
+            "delta_fkgl": [None if lv not in ("normal", "high") else [lv, g] for g, lv in zip(grades, levels)]}
+
+
+def _delta_fkgl(items: Sequence[Any], ctx: Context) -> float:
+    groups: dict[str, list[float]] = {"normal": [], "high": []}
+    for it in items:
+        if it is not None:
+            groups[it[0]].append(it[1])
+    mean = {k: (math.fsum(v) / len(v) if v else NAN) for k, v in groups.items()}
+    return mean["normal"] - mean["high"]
+
+
+def _readability_describe(ctx: Context) -> dict[str, Any]:
+    return {"fkgl_syllables": fkgl_syllable_source()}
+
+
+CCS_READABILITY = Family(
+    name="ccs_readability",
+    keys=(Key("fkgl_normal", aggregation="nanmean", description="mean FKGL of normal-readability requests",
+              display="FKGL normal", unit="score"),
+          Key("fkgl_high", higher_is_better=False, aggregation="nanmean",
+              description="mean FKGL of high-readability requests", display="FKGL high", unit="score"),
+          Key("delta_fkgl", aggregation="corpus", corpus=_delta_fkgl,
+              description="fkgl_normal - fkgl_high", display="ΔFKGL", unit="score")),
+    score=_readability_score,
+    description="CCSBench readability control: Flesch-Kincaid grade level (textstat).",
+    source="custom_metrics.ccs",
+    describe=_readability_describe,
+)
+
+
+def _focus_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    from custom_metrics import ccs
+
+    messages = ctx.options.get("focus_messages") or ccs.focus_messages
+    labels, res = ccs.judge_focus(batch.predictions, _judge_of(ctx), messages=messages)
+    ctx.record["judge_usage"] = res.stats.as_dict()
+    ctx.record["focus_failed"] = res.failed
+    if "focus_prompt_source" in ctx.options:
+        ctx.record["focus_judge_prompt_source"] = ctx.options["focus_prompt_source"]
+    pairs = [[lab, e.get("focus") or None] for lab, e in zip(labels, batch.extras)]
+    out: dict[str, list] = {k: pairs for k in ("focus_f1_high", "focus_f1_low", "focus_macro_f1")}
+    # only unparsable replies count here; empty summaries and transport faults are in focus_failed
+    reasons = res.reasons or [None if lab is not None else "parse" for lab in labels]
+    out["focus_parse_failures"] = [1.0 if r == "parse" else 0.0 for r in reasons]
+    return out
+
+
+def _focus_key(name: str) -> Callable[[Sequence[Any], Context], float]:
+    """Corpus F1 over (judged label, requested focus) pairs.
+
+    NaN when no pair has a judged label (every reply unparsable, failed or empty):
+    an F1 of 0.0 would claim the model missed every requested focus, when in fact
+    nothing was measured; the count stays in ``focus_parse_failures``.
+    """
+
+    def corpus(items: Sequence[Any], ctx: Context) -> float:
+        pairs = [p for p in items if p is not None]
+        if not any(p[0] is not None for p in pairs):
+            return NAN
+        return focus_f1([p[0] for p in pairs], [p[1] for p in pairs])[name]
+
+    corpus.__name__ = name
+    return corpus
+
+
+CCS_FOCUS = Family(
+    name="ccs_focus",
+    keys=(Key("focus_f1_high", aggregation="corpus", corpus=_focus_key("focus_f1_high"),
+              description="F1 of the empirical-focus class", display="Focus F1 (empirical)"),
+          Key("focus_f1_low", aggregation="corpus", corpus=_focus_key("focus_f1_low"),
+              description="F1 of the conceptual-focus class", display="Focus F1 (conceptual)"),
+          Key("focus_macro_f1", aggregation="corpus", corpus=_focus_key("focus_macro_f1"),
+              description="macro F1 of the judged focus vs the requested focus", display="Focus F1"),
+          Key("focus_parse_failures", higher_is_better=False, aggregation="sum",
+              description="judge replies with no label (left out of F1)", unit="count")),
+    score=_focus_score,
+    description="CCSBench empirical-focus control, judged by an LLM (empirical / conceptual).",
+    source="custom_metrics.ccs",
+    needs=("judge",),
+    check=_judge_check,
+    describe=_judge_describe,
+)
+
+
+METRIC_FAMILIES = (CCS_LENGTH, CCS_KEYWORDS, CCS_READABILITY, CCS_FOCUS)

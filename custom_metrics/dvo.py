@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.registry import Batch, Context, Family, Key, ScorerUnavailable
 from custom_metrics.stopwords import ENGLISH_STOPWORDS
 from custom_metrics.tokenize import (
     chunk_keys,
@@ -396,3 +397,60 @@ def vocabulary_path(benchmark: str, subset: str, vocab_dir: str | os.PathLike | 
             f"a directory holding {benchmark}/{subset}{VOCAB_SUFFIX}."
         )
     return path
+
+
+# =========================================================================== the family record
+
+
+def _vocabulary(ctx: Context) -> tuple[str, list[str]]:
+    """(path, words) of the vocabulary DVO reads.
+
+    ``ctx.options["vocabulary_file"]`` names a file directly (re-scoring a file whose
+    domain has no vocabulary under ``vocab_dir``); otherwise the benchmark/subset file
+    under ``vocab_dir`` is used, as in a harness run.
+    """
+    given = ctx.options.get("vocabulary_file")
+    if given:
+        path = Path(str(given)).expanduser()
+        if not path.is_file():
+            raise VocabularyNotFoundError(f"vocabulary file {path} not found")
+    else:
+        path = vocabulary_path(ctx.benchmark, ctx.subset, ctx.settings.get("vocab_dir"))
+    return str(path), load_vocabulary(path)
+
+
+def _tokenizer_info() -> dict[str, Any]:
+    from custom_metrics.tokenize import tokenizer_info
+
+    return tokenizer_info("nltk")
+
+
+def _dvo_check(ctx: Context) -> None:
+    try:
+        _vocabulary(ctx)
+    except (VocabularyError, OSError) as exc:
+        raise ScorerUnavailable(f"DVO: {exc}") from exc
+
+
+def _dvo_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    from custom_metrics.progress import track
+
+    path, vocab = _vocabulary(ctx)
+    ctx.record["vocabulary_used"] = path
+    return {"dvo": dvo_scores(track(batch.predictions, ctx.bar_label("DVO"), enabled=ctx.progress), vocab)}
+
+
+DVO = Family(
+    name="dvo",
+    keys=(Key("dvo", description="share of the summary's vocabulary words in the domain vocabulary",
+              display="DVO", unit="percent"),),
+    score=_dvo_score,
+    description="Domain Vocabulary Overlap (AdaptEval): NLTK-style tokens, stopwords and punctuation removed.",
+    source="custom_metrics.dvo (AdaptEval release)",
+    needs=("vocabulary",),
+    settings=("vocab_dir",),
+    check=_dvo_check,
+    describe=lambda ctx: {"vocabulary_used": _vocabulary(ctx)[0], "dvo_tokenizer": _tokenizer_info()},
+)
+
+METRIC_FAMILIES = (DVO,)

@@ -34,6 +34,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from custom_metrics.registry import NAN, Batch, Context, Family, Key, paired_texts, text_pairs
 
 DEFAULT_MODEL = "gpt2-large"
 SCALING = 5.0
@@ -186,3 +187,47 @@ def mauve_scores(predictions: Sequence[str], references: Sequence[str], model: s
     else:
         value = mauve_from_features(p_feats, q_feats, num_clusters, seed, impl)
     return {"mauve": value, "mauve_kmeans": impl, "mauve_texts": [len(q_feats), len(p_feats)]}
+
+
+# =========================================================================== the family record
+
+
+def _mauve_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    # MAUVE is computed from the items by the corpus function; loading the model here makes a
+    # missing model a skip (with featurize's own notice) before any item is handed out, and
+    # the cached model is the one the corpus function then uses.
+    from custom_metrics.hf_models import load_model
+
+    tok, _ = load_model("causal", MAUVE_FAMILY.model(ctx), metric="mauve", key="mauve_model",
+                        env="DOMSUM_MAUVE_MODEL")
+    items = text_pairs(batch)
+
+    def featurized(texts: list[str]) -> int:  # the texts featurize keeps: non-empty after tokenizing
+        return sum(1 for t in texts if t.strip()
+                   and tok(t.strip(), add_special_tokens=False)["input_ids"][:MAX_TOKENS])
+
+    ctx.details["mauve_kmeans"] = kmeans_impl()
+    ctx.details["mauve_texts"] = [featurized([p for p, _ in items]), featurized([r for _, r in items])]
+    return {"mauve": items}
+
+
+def _corpus_mauve(items: Sequence, ctx: Context) -> float:
+    texts = paired_texts(items)
+    if texts is None:
+        return NAN
+    return float(mauve_scores(*texts, MAUVE_FAMILY.model(ctx), int(ctx.settings.get("metric_batch_size") or 16))
+                 ["mauve"])
+
+
+MAUVE_FAMILY = Family(
+    name="mauve",
+    keys=(Key("mauve", aggregation="corpus", corpus=_corpus_mauve, display="MAUVE",
+              description="MAUVE of the generated vs the reference summaries (two distributions)"),),
+    score=_mauve_score,
+    description="MAUVE (Pillutla et al.), generated vs reference summaries; fraction in [0, 1].",
+    source="custom_metrics.mauve",
+    needs=("model",), settings=("mauve_model", "metric_batch_size"), model_setting="mauve_model",
+    default_model=lambda: DEFAULT_MODEL, optional=True,
+)
+
+METRIC_FAMILIES = (MAUVE_FAMILY,)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 MATCH_WORDNET = "exact+stem+wordnet"
 MATCH_STEM = "exact+stem"
@@ -89,3 +90,32 @@ def meteor_scores(predictions: Sequence[str], references: Sequence[str],
     """``{"meteor": mean per-pair METEOR, "meteor_matching": stages used}``."""
     per = meteor_per_document(predictions, references, use_wordnet)
     return {"meteor": sum(per) / len(per) if per else 0.0, "meteor_matching": meteor_matching(use_wordnet)}
+
+
+# =========================================================================== the family record
+
+
+def _meteor_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    use_wordnet = ctx.settings.get("use_wordnet")
+    per = meteor_per_document(stripped(batch.predictions), stripped(batch.references), use_wordnet)
+    ctx.details["meteor_matching"] = meteor_matching(use_wordnet)
+    return {"meteor": per}
+
+
+def _meteor_describe(ctx: Context) -> dict:
+    from custom_metrics.tokenize import tokenizer_info
+
+    return {"meteor_tokenizer": tokenizer_info("nltk")}
+
+
+METEOR = Family(
+    name="meteor",
+    keys=(Key("meteor", description="METEOR (NLTK), exact + stem (+ WordNet synonyms when installed)",
+              display="METEOR"),),
+    score=_meteor_score,
+    description="METEOR, NLTK's implementation; fraction in [0, 1].",
+    source="custom_metrics.meteor (nltk.translate.meteor_score)",
+    describe=_meteor_describe,
+)
+
+METRIC_FAMILIES = (METEOR,)

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 
 from custom_metrics.hf_models import right_pad
+from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 DEFAULT_MODEL = "gpt2"
 
@@ -78,3 +79,27 @@ def perplexity_scores(texts: Sequence[str], model: str | None = None, batch_size
     """``{"perplexity": mean per-text PPL, "perplexity_scored": texts scored}``."""
     per = [v for v in perplexity_per_text(texts, model, batch_size) if not math.isnan(v)]
     return {"perplexity": sum(per) / len(per) if per else float("nan"), "perplexity_scored": len(per)}
+
+
+# =========================================================================== the family record
+
+
+def _perplexity_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    per = perplexity_per_text(stripped(batch.predictions), PERPLEXITY.model(ctx),
+                              int(ctx.settings.get("metric_batch_size") or 16))
+    ctx.details["perplexity_scored"] = sum(1 for v in per if not math.isnan(v))
+    return {"perplexity": per}
+
+
+PERPLEXITY = Family(
+    name="perplexity",
+    keys=(Key("perplexity", higher_is_better=False, aggregation="nanmean", display="Perplexity", unit="score",
+              description="perplexity of the summary (>= 1); empty summaries have none"),),
+    score=_perplexity_score,
+    description="Perplexity of the summary under a causal LM (GPT-2 by default); lower is better.",
+    source="custom_metrics.perplexity",
+    needs=("model",), settings=("ppl_model", "metric_batch_size"), model_setting="ppl_model",
+    default_model=lambda: DEFAULT_MODEL, optional=True,
+)
+
+METRIC_FAMILIES = (PERPLEXITY,)

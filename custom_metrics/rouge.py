@@ -59,9 +59,15 @@ stemming, on the fixtures and on random texts).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
+
+from custom_metrics.registry import NAN, Batch, Context, Family, Key, _column_means
+
+log = logging.getLogger(__name__)
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -88,24 +94,41 @@ DEFAULT_STEMMING = True
 
 
 class _MemoStemmer:
-    """rouge-score's own Porter stemmer with a memo: same stems, computed once per word.
+    """rouge-score's own Porter stemmer (NLTK's) with a memo: same stems, computed once per word.
 
     Stemming dominates rouge-score's run time and a corpus repeats its words, so
     this alone makes corpus ROUGE several times faster with identical output.
     """
 
-    def __init__(self, stemmer) -> None:
-        self.stem = lru_cache(maxsize=1 << 18)(stemmer.stem)
+    def __init__(self) -> None:
+        from nltk.stem import porter
+
+        self.stem = lru_cache(maxsize=1 << 18)(porter.PorterStemmer().stem)
+
+
+class RougeTokenizer:
+    """rouge-score's default tokenization through its public API.
+
+    ``rouge_score.tokenize.tokenize(text, stemmer)`` is what rouge-score's
+    ``DefaultTokenizer`` calls; this object has the ``tokenize(text)`` method that
+    ``RougeScorer(tokenizer=...)`` accepts, with a memoised stemmer instead of patching
+    the private ``_stemmer`` of a ``DefaultTokenizer``.
+    """
+
+    def __init__(self, use_stemmer: bool = True) -> None:
+        self.use_stemmer = use_stemmer
+        self._stem = _MemoStemmer() if use_stemmer else None
+
+    def tokenize(self, text: str) -> list[str]:
+        from rouge_score import tokenize
+
+        return tokenize.tokenize(text, self._stem)
 
 
 @lru_cache(maxsize=2)
-def _scorer(use_stemmer: bool = True):
-    from rouge_score import rouge_scorer, tokenizers
-
-    tok = tokenizers.DefaultTokenizer(use_stemmer)
-    if use_stemmer:
-        tok._stemmer = _MemoStemmer(tok._stemmer)
-    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), tokenizer=tok)
+def tokenizer(use_stemmer: bool = True) -> RougeTokenizer:
+    """The shared tokenizer (one stem memo per stemming setting)."""
+    return RougeTokenizer(use_stemmer)
 
 
 def _fmeasure(precision: float, recall: float) -> float:
@@ -150,7 +173,7 @@ def _lcs_f(target: list[str], prediction: list[str]) -> float:
 
 def rouge_tokens(text: str, use_stemmer: bool = True) -> list[str]:
     """The tokens ROUGE compares: rouge-score's tokenizer (lowercased ``[a-z0-9]+``, stemmed)."""
-    return _scorer(use_stemmer)._tokenizer.tokenize(text or "")
+    return tokenizer(use_stemmer).tokenize(text or "")
 
 
 def rouge_per_document(
@@ -246,3 +269,66 @@ def rouge_scores(
 ) -> dict[str, float]:
     """Corpus ROUGE: keys ``rouge1``, ``rouge2``, ``rougeL``, ``rouge_geo``, ``rouge_mean``."""
     return aggregate_rouge(rouge_per_document(predictions, references, use_stemmer))
+
+
+# =========================================================================== the family record
+
+
+def _rouge_stemming(ctx: Context) -> tuple[bool, str]:
+    """(stemming, its source): the ``rouge_stemming`` setting, else the release convention of
+    ``ctx.benchmark`` (:data:`custom_metrics.rouge.RELEASE_STEMMING`), else stemming."""
+    return stemming_for(ctx.benchmark, ctx.settings.get("rouge_stemming"))
+
+
+def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    stem, _ = _rouge_stemming(ctx)
+    ctx.record.update(_rouge_describe(ctx))
+    per = rouge_per_document(batch.predictions, batch.references, use_stemmer=stem,
+                             progress=ctx.progress, desc=ctx.bar_label("ROUGE"))
+    # rouge-score keeps only [a-z0-9] tokens: a reference in another script scores 0 for any summary
+    blank = sum(not rouge_tokens(r, stem) for r in batch.references if (r or "").strip())
+    ctx.record["rouge_references_without_tokens"] = {"count": blank,
+                                                     "share": blank / len(batch) if len(batch) else 0.0}
+    if blank:
+        log.warning("ROUGE: %d of %d references have no [a-z0-9] token (non-Latin text?): they score 0 "
+                    "whatever the summary; rouge-score does not support other scripts", blank, len(batch))
+    out: dict[str, list] = {k: [d[k] for d in per] for k in ("rouge1", "rouge2", "rougeL")}
+    out["rouge_mean"] = [(d["rouge1"] + d["rouge2"] + d["rougeL"]) / 3 for d in per]
+    out["rouge_geo"] = [[d["rouge1"], d["rouge2"], d["rougeL"]] for d in per]
+    return out
+
+
+def _rouge_geo(items: Sequence[Sequence[float]], ctx: Context) -> float:
+    means = _column_means(items)
+    return geometric_mean(means) if means else NAN
+
+
+def _rouge_describe(ctx: Context) -> dict[str, Any]:
+    stem, source = _rouge_stemming(ctx)
+    return {"rouge_tokenizer": "rouge-score default tokenizer ([a-z0-9]+, lowercased)",
+            "rouge_stemming": stem, "rouge_stemming_source": source,
+            "rouge_aggregation": "plain mean of per-document F1 (not rouge-score's bootstrap mid)"}
+
+
+ROUGE = Family(
+    name="rouge",
+    keys=(
+        Key("rouge1", description="ROUGE-1 F1", display="ROUGE-1", scale=100.0),
+        Key("rouge2", description="ROUGE-2 F1", display="ROUGE-2", scale=100.0),
+        Key("rougeL", description="ROUGE-L F1 (summary-level LCS, no sentence split)", display="ROUGE-L",
+            scale=100.0),
+        Key("rouge_geo", aggregation="corpus", corpus=_rouge_geo,
+            description="geometric mean of the corpus ROUGE-1/2/L means (the papers' stated \"ROUGE\")",
+            display="ROUGE", scale=100.0),
+        Key("rouge_mean", description="arithmetic mean of ROUGE-1/2/L (the DomainSum release's rougeSUM)",
+            display="ROUGE (release mean)", scale=100.0),
+    ),
+    score=_rouge_score,
+    description="ROUGE F1; Porter stemming per the benchmark's release (setting rouge_stemming); "
+                "fractions in [0, 1].",
+    source="custom_metrics.rouge (identical to rouge-score's RougeScorer)",
+    settings=("rouge_stemming",),
+    describe=_rouge_describe,
+)
+
+METRIC_FAMILIES = (ROUGE,)

@@ -155,6 +155,7 @@ def _metric_keys(families: Iterable[str]) -> tuple[str, ...]:
 
 
 def _build() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
+    from custom_metrics.battery import MEDQSUM as MEDQSUM_FAMILIES
     from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT_UNTIL as CCS_UNTIL
 
     tasks: dict[str, TaskSpec] = {}
@@ -201,11 +202,11 @@ def _build() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
         group("ccsbench" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else ""),
               members, ("rouge",))
 
-    # Biomedical question summarization: the full metric battery.
+    # Biomedical question summarization: the metric battery, a list of families.
     for shots in (0, 2):
-        members = [add("medqsum", s, shots, "", ("medqsum",), _MEDQSUM_GEN, _MEDQSUM_UNTIL)
+        members = [add("medqsum", s, shots, "", MEDQSUM_FAMILIES, _MEDQSUM_GEN, _MEDQSUM_UNTIL)
                    for s in MEDQSUM_SUBSETS]
-        group("medqsum" + (f"_{shots}shot" if shots else ""), members, ("medqsum",))
+        group("medqsum" + (f"_{shots}shot" if shots else ""), members, MEDQSUM_FAMILIES)
     return tasks, groups
 
 

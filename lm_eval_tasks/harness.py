@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,8 @@ from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
-from custom_metrics import registry, secrets
+from custom_metrics import battery, registry, secrets
+from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
@@ -245,6 +247,12 @@ class SuiteTask(ConfigurableTask):
         #: left out (a key NaN everywhere stays NaN everywhere, so it is still reported)
         self._sparse: set[str] = set()
         self._failures: dict[str, str] = {}
+        #: a battery task (a family may be skipped for a missing model): skipped families, seconds
+        #: per family, scoring details; recorded as ``<benchmark>_skipped`` / ``_timings_s`` / ``_details``
+        self._battery: dict[str, Any] | None = None
+        if any(registry.get(name).optional for name in self._families):
+            wanted = battery.requested(self._families, settings.resolve(self.meta, "medqsum_metrics"))
+            self._battery = {"wanted": wanted, "skipped": {}, "timings": {}, "details": {}}
         self._described: dict[str, Any] = {}
         self._checked = False
         self._fit = FitLog()
@@ -563,18 +571,24 @@ class SuiteTask(ConfigurableTask):
         per_key: dict[str, list] = {}
         for name in self._families:
             fam, ctx = registry.get(name), self._ctx[name]
+            t0 = time.perf_counter()
             try:
-                scored = fam.score(batch, ctx)
-                missing = [k for k in fam.key_names if len(scored.get(k, ())) != len(batch)]
-                if missing:
-                    raise RuntimeError(f"family {name} returned no per-document values for {missing}")
-                values = {k: scored[k] for k in fam.key_names}  # the harness aggregates declared keys only
+                if self._battery is not None and name not in self._battery["wanted"]:
+                    self._battery["skipped"][name] = {"metric": name, "keys": list(fam.key_names),
+                                                      "reason": "not requested"}
+                    values = battery.missing_values(fam, len(batch))
+                else:
+                    scored = fam.score(batch, ctx)
+                    missing = [k for k in fam.key_names if len(scored.get(k, ())) != len(batch)]
+                    if missing:
+                        raise RuntimeError(f"family {name} returned no per-document values for {missing}")
+                    values = {k: scored[k] for k in fam.key_names}  # the harness aggregates declared keys only
             except Exception as exc:  # noqa: BLE001 - never lose the generations to a scorer
-                reason = f"{type(exc).__name__}: {exc}"
-                log.error("task %s: %s scoring failed after generation; its metrics are NaN (%s)",
-                          self.spec.name, name, reason)
-                self._failures[name] = reason[:2000]
-                values = {k.name: [None if k.aggregation == "corpus" else NAN] * len(batch) for k in fam.keys}
+                values = self._scorer_failed(fam, exc, len(batch))
+            if self._battery is not None:
+                timings = self._battery["timings"]
+                timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
+                self._battery["details"].update(ctx.details)
             per_key.update(values)
             stats = ctx.options.get("judge_stats")
             if stats is not None and (stats.n_failed or stats.empty_skipped):
@@ -591,6 +605,18 @@ class SuiteTask(ConfigurableTask):
                         self._sparse.add(k.name)
         for i, key in enumerate(keys):
             self._scores[key] = {k: per_key[k][i] for k in per_key}
+
+    def _scorer_failed(self, fam: registry.Family, exc: Exception, n: int) -> dict[str, list]:
+        """NaN values of a family whose scorer failed after generation, with the reason recorded;
+        a battery family whose model is missing is skipped with a notice instead."""
+        if fam.optional and isinstance(exc, ModelUnavailable) and self._battery is not None:
+            self._battery["skipped"].setdefault(fam.name, battery.skip_notice(fam, str(exc)))
+            return battery.missing_values(fam, n)
+        reason = f"{type(exc).__name__}: {exc}"
+        log.error("task %s: %s scoring failed after generation; its metrics are NaN (%s)",
+                  self.spec.name, fam.name, reason)
+        self._failures[fam.name] = reason[:2000]
+        return battery.missing_values(fam, n)
 
     def process_results(self, doc: dict, results: list) -> dict[str, Any]:
         if self._bypass:
@@ -648,6 +674,18 @@ class SuiteTask(ConfigurableTask):
 
     # ------------------------------------------------------------------ results
 
+    def _battery_record(self) -> dict[str, Any]:
+        """A battery task's skipped families, timings, details and models, under its benchmark's name."""
+        assert self._battery is not None
+        fams = [registry.get(name) for name in self._families]
+        models = {f.name: f.model(self._ctx[f.name]) for f in fams if f.model_setting}
+        b = self.spec.benchmark
+        return {f"{b}_skipped": list(self._battery["skipped"].values()),
+                f"{b}_timings_s": {k: round(v, 4) for k, v in self._battery["timings"].items()},
+                f"{b}_details": {"models": {k: v for k, v in models.items() if k in self._battery["wanted"]},
+                                 **self._battery["details"]},
+                f"{b}_models_used": models}
+
     def run_record(self) -> dict[str, Any]:
         """What the results JSON records beside the scores (see the module docstring)."""
         record: dict[str, Any] = {
@@ -666,6 +704,10 @@ class SuiteTask(ConfigurableTask):
             for key in registry.get(name).settings:
                 resolved[key] = {"value": settings.resolve(self.meta, key),
                                  "from": settings.source_of(self.meta, key)}
+        if self._battery is not None:
+            resolved["medqsum_metrics"] = {"value": settings.resolve(self.meta, "medqsum_metrics"),
+                                           "from": settings.source_of(self.meta, "medqsum_metrics")}
+            record.update(self._battery_record())
         record["settings_used"] = resolved
         record["library_versions"] = _versions()
         if self._bypass:

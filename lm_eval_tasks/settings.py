@@ -127,7 +127,7 @@ class Setting:
 
 
 def _rows() -> list[Setting]:
-    from custom_metrics.battery import DEFAULT_SCI_BERTSCORE_MODEL
+    from custom_metrics.bertscore import DEFAULT_SCI_BERTSCORE_MODEL
     from custom_metrics.blanc import DEFAULT_MODEL as BLANC_MODEL
     from custom_metrics.dvo import DEFAULT_VOCAB_DIR
     from custom_metrics.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
@@ -353,7 +353,7 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
 def is_off(value: Any) -> bool:
     """A folder or file setting switched off: empty, or one of the score cache's words
     (``off``, ``none``, ``false``, ``no``, ``0``), so every such setting reads them alike."""
-    from custom_metrics.bertscore import CACHE_OFF
+    from custom_metrics.reference_cache import CACHE_OFF
 
     text = "" if value is None else str(value).strip().lower()
     return not text or text in CACHE_OFF

@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from custom_metrics.battery import FAMILIES, medqsum_battery
+    from custom_metrics import registry
+    from custom_metrics.battery import MEDQSUM, medqsum_battery
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         table = {}
         for name, preds in systems(records).items():
             res = medqsum_battery(preds, refs, docs, config=config)
-            table[name] = {k: res[k] for fam in FAMILIES for k in FAMILIES[fam]}
+            table[name] = {k: res[k] for fam in MEDQSUM for k in registry.family_keys(fam)}
             skipped = res["skipped"]
         keys = ["bleu", "sacrebleu", "rouge1", "rouge2", "rougeL", "meteor", "chrf", "bertscore_f1",
                 "bertscore_sci_f1", "blanc_help", "blanc_tune", "perplexity", "mauve"]
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         refs_n = [f"{pairs[i % len(pairs)][1][:-1]} in case {i}?" for i in range(n)]
         preds_n = [f"{pairs[(i + 1) % len(pairs)][1][:-1]} for patient {i}?" for i in range(n)]
         cost = {}
-        for fam in FAMILIES:
+        for fam in MEDQSUM:
             cfg = {**config, "metrics": [fam]}
             medqsum_battery(preds_n[:4], refs_n[:4], srcs[:4], config=cfg)  # warm-up: load the model
             t0 = time.perf_counter()

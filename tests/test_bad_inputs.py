@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, sigint_default, subprocess_env
 from helpers.judge_server import StubJudgeServer, Text, clear_judge_env
 
-from custom_metrics import registry, secrets
+from custom_metrics import judge_metrics, registry, secrets
 from custom_metrics.judge import JudgeConfig, judge_scores
 from lm_eval_tasks import settings
 from lm_eval_tasks.commands.results import latex_table, markdown_table, md_escape
@@ -216,7 +216,7 @@ def test_url_credentials_are_masked_everywhere(tmp_path, monkeypatch):
     con = sqlite3.connect(str(tmp_path / "c.sqlite"))
     assert not [r for r in con.execute("SELECT endpoint, request, response FROM answers") if KEY in "".join(r)]
     with pytest.raises(Exception) as info:
-        registry.check_endpoint(JudgeConfig(model="m", base_url=f"http://u:{KEY}@127.0.0.1:9/v1", cache_path=None))
+        judge_metrics.check_endpoint(JudgeConfig(model="m", base_url=f"http://u:{KEY}@127.0.0.1:9/v1", cache_path=None))
     assert KEY not in str(info.value) and "***" in str(info.value)
 
 
@@ -245,9 +245,9 @@ def test_an_unusable_judge_cache_never_costs_the_scores(tmp_path, monkeypatch, c
 def test_fm_details_never_replace_an_earlier_file(tmp_path):
     asked = tmp_path / "fm.jsonl"
     asked.write_text("earlier run\n")
-    first = registry.fm_details_file(str(asked))
+    first = judge_metrics.fm_details_file(str(asked))
     assert first == tmp_path / "fm.2.jsonl" and asked.read_text() == "earlier run\n"
-    assert registry.fm_details_file(str(asked)) == first  # every task of one run: one file
+    assert judge_metrics.fm_details_file(str(asked)) == first  # every task of one run: one file
     assert registry.json_safe({"a": [math.nan, 1.0], "b": math.inf}) == {"a": [None, 1.0], "b": None}
 
 

@@ -34,22 +34,36 @@ def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def test_key_aggregation_covers_every_key_and_feeds_the_registry():
+def _aggregation() -> dict[str, str]:
+    """key -> aggregation of every battery key, from the family records."""
     from custom_metrics import registry
-    from custom_metrics.battery import KEY_AGGREGATION, METRIC_KEYS
+    from custom_metrics.battery import MEDQSUM
 
-    assert set(KEY_AGGREGATION) == set(METRIC_KEYS)
-    assert set(KEY_AGGREGATION.values()) <= {"mean", "nanmean", "corpus"}
+    return {k.name: k.aggregation for name in MEDQSUM for k in registry.get(name).keys}
+
+
+def test_battery_is_a_list_of_registry_families():
+    from custom_metrics import registry
+    from custom_metrics.battery import MEDQSUM
+    from lm_eval_tasks import catalog
+
+    aggregation = _aggregation()
+    assert set(aggregation.values()) <= {"mean", "nanmean", "corpus"}
     # linear in documents -> mean; corpus statistics, ratios of means, distributions -> corpus
-    assert {k for k, a in KEY_AGGREGATION.items() if a == "corpus"} == {"sacrebleu", "rouge_geo", "chrf", "mauve"}
-    assert KEY_AGGREGATION["perplexity"] == "nanmean"
-    fam = registry.get("medqsum")
-    assert fam.key_names == METRIC_KEYS
-    assert {k.name: k.aggregation for k in fam.keys} == KEY_AGGREGATION
+    assert {k for k, a in aggregation.items() if a == "corpus"} == {"sacrebleu", "rouge_geo", "chrf", "mauve"}
+    assert aggregation["perplexity"] == "nanmean"
+    assert not registry.higher_is_better(["perplexity"])["perplexity"]
+    # the catalogue's medqsum tasks report exactly the battery's families
+    assert catalog.lookup("medqsum_hcm").families == MEDQSUM == catalog.lookup("medqsum_hcm_2shot").families
+    # every output key belongs to exactly one family; general and scientific BERTScore say which
+    owners = [registry.family_of(k).name for k in aggregation]
+    assert len(owners) == len(set(aggregation))
+    assert registry.family_of("bertscore_sci_f1").name == "bertscore_sci"
+    assert registry.family_of("bertscore_f1").name == "bertscore"
 
 
 def test_per_document_values_aggregate_to_battery(minilm_path, tiny_mlm, tiny_causal_lm):
-    from custom_metrics.battery import KEY_AGGREGATION, METRIC_KEYS, battery_documents, corpus_value, medqsum_battery
+    from custom_metrics.battery import battery_documents, corpus_value, medqsum_battery
 
     docs, refs = _fixture()
     # a shifted pairing plus one empty prediction: perplexity has no value for it (nanmean)
@@ -62,10 +76,9 @@ def test_per_document_values_aggregate_to_battery(minilm_path, tiny_mlm, tiny_ca
     assert facts["details"] == corpus["details"]
     assert set(facts["timings"]) == set(corpus["timings"])
     json.dumps(values)  # items travel through the harness's sample logs
-    for key in METRIC_KEYS:
+    for key, how in _aggregation().items():
         per = values[key]
         assert len(per) == len(docs), key
-        how = KEY_AGGREGATION[key]
         if how == "mean":
             assert all(math.isfinite(v) for v in per), key
             got = _mean(per)

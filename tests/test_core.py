@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import ROOT
-from custom_metrics import registry
+from custom_metrics import judge_metrics, registry
 from lm_eval_tasks import catalog, settings
 
 
@@ -162,7 +162,7 @@ def test_judge_endpoint_check_refuses_a_dead_port():
         port = s.getsockname()[1]
     cfg = JudgeConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", cache_path=None)
     with pytest.raises(registry.ScorerUnavailable, match=r"judge_base_url.*OPENAI_BASE_URL"):
-        registry.check_endpoint(cfg, timeout_s=2)
+        judge_metrics.check_endpoint(cfg, timeout_s=2)
 
 
 # --------------------------------------------------------------------------- task class

@@ -729,6 +729,6 @@ def test_rescore_clear_errors(tmp_path, capsys):
     _write_samples(samples)
     assert main([str(samples), "--metrics", "rouge,bogus"]) == 2
     err = capsys.readouterr().err
-    assert "unknown metric 'bogus'" in err and "ccs_length" in err and "medqsum" in err
+    assert "unknown metric 'bogus'" in err and "ccs_length" in err and "blanc_tune" in err
     assert main([str(samples), "--metrics", "dvo", "--vocabulary", str(tmp_path / "none.txt")]) == 2
     assert "vocabulary file" in capsys.readouterr().err

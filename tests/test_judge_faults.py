@@ -437,7 +437,7 @@ def test_interrupted_process_rerun_repeats_only_in_flight_requests(tmp_path, sig
 
 
 def test_focus_f1_is_nan_when_no_label_was_parsed():
-    from custom_metrics.registry import _focus_key
+    from custom_metrics.ccs import _focus_key
 
     macro = _focus_key("focus_macro_f1")
     assert math.isnan(macro([[None, "high"], [None, "low"], None], None))

@@ -295,7 +295,8 @@ def _fixture():
 
 
 def test_battery_every_metric_with_substitutes(minilm_path, tiny_mlm, tiny_causal_lm):
-    from custom_metrics.battery import METRIC_KEYS, medqsum_battery
+    from custom_metrics import registry
+    from custom_metrics.battery import MEDQSUM, medqsum_battery
     from custom_metrics.bertscore import bertscore
     from custom_metrics.rouge import rouge_scores
 
@@ -303,7 +304,7 @@ def test_battery_every_metric_with_substitutes(minilm_path, tiny_mlm, tiny_causa
     preds = refs[1:] + refs[:1]
     res = medqsum_battery(preds, refs, docs, config=_substitutes(minilm_path, tiny_mlm, tiny_causal_lm))
     assert res["skipped"] == []
-    for k in METRIC_KEYS:
+    for k in (k for name in MEDQSUM for k in registry.family_keys(name)):
         assert math.isfinite(res[k]), k
     assert set(res["timings"]) == {"bleu", "rouge", "meteor", "chrf", "bertscore", "bertscore_sci",
                                    "blanc_help", "blanc_tune", "perplexity", "mauve"}
@@ -408,13 +409,15 @@ def test_hub_source_strips_doctor_reply(monkeypatch):
 
 
 def test_task_settings_from_metadata_then_env(monkeypatch):
-    from custom_metrics import registry
+    from custom_metrics import battery, registry
     from lm_eval_tasks import settings
 
     monkeypatch.setenv("DOMSUM_PPL_MODEL", "/env/gpt2")
     monkeypatch.setenv("DOMSUM_MAUVE_MODEL", "/env/gpt2-large")
     meta = {"mauve_model": "/meta/lm", "medqsum_metrics": "bleu, mauve", "metric_batch_size": 4}
-    ctx = registry.Context(settings=settings.resolve_many(meta, registry.get("medqsum").settings))
-    cfg = registry.battery_config(ctx)
-    assert cfg["ppl_model"] == "/env/gpt2" and cfg["mauve_model"] == "/meta/lm"
-    assert cfg["metrics"] == ["bleu", "mauve"] and cfg["batch_size"] == 4
+    ppl = settings.resolve_many(meta, registry.get("perplexity").settings)
+    mauve = settings.resolve_many(meta, registry.get("mauve").settings)
+    assert registry.get("perplexity").model(registry.Context(settings=ppl)) == "/env/gpt2"
+    assert registry.get("mauve").model(registry.Context(settings=mauve)) == "/meta/lm"
+    assert mauve["metric_batch_size"] == 4
+    assert battery.requested(battery.MEDQSUM, settings.resolve(meta, "medqsum_metrics")) == ["bleu", "mauve"]

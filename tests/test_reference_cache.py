@@ -15,6 +15,7 @@ from importlib import import_module
 import pytest
 
 bs = import_module("custom_metrics.bertscore")  # the module (the package re-exports the function)
+rc = import_module("custom_metrics.reference_cache")
 
 REFS = [
     "Officials approved the new budget on Monday after a long debate in the city council.",
@@ -42,8 +43,8 @@ TOL = 1e-6
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings(monkeypatch):
-    monkeypatch.setattr(bs, "_WARNED", set())
-    monkeypatch.delenv(bs.CACHE_ENV, raising=False)
+    monkeypatch.setattr(rc, "_WARNED", set())
+    monkeypatch.delenv(rc.CACHE_ENV, raising=False)
 
 
 def _score(preds, refs, model, cache_dir, report=None, layers=6):
@@ -103,16 +104,16 @@ def test_the_encoder_process_cache_is_not_what_answers(minilm_path, tmp_path):
 def test_key_depends_on_layer_weights_and_versions(minilm_path, tmp_path):
     _score(SYSTEM_A, REFS, minilm_path, tmp_path, layers=6)
     _score(SYSTEM_A, REFS, minilm_path, tmp_path, layers=5)
-    folders = sorted(p.name for p in (tmp_path / f"bertscore-v{bs.CACHE_FORMAT}").iterdir())
+    folders = sorted(p.name for p in (tmp_path / f"bertscore-v{rc.CACHE_FORMAT}").iterdir())
     assert len(folders) == 2
     ident = bs.get_scorer(minilm_path, 6).identity()
     assert ident["layers"] == 6 and ident["max_length"] == "512" and ident["device"] in ("cpu", "cuda")
     names = {f[0] for f in ident["weights"]["files"]}
     assert {"config.json", "model.safetensors", "vocab.txt"} <= names
-    key = bs.ReferenceCache(tmp_path, ident, 384).key
+    key = rc.ReferenceCache(tmp_path, ident, 384).key
     for change in ({"layers": 5}, {"max_length": "256"}, {"device": "other"},
                    {"versions": {**ident["versions"], "torch": "0"}}):
-        assert bs.ReferenceCache(tmp_path, {**ident, **change}, 384).key != key
+        assert rc.ReferenceCache(tmp_path, {**ident, **change}, 384).key != key
 
 
 def test_weights_identity_follows_size_and_mtime(tmp_path):
@@ -120,13 +121,13 @@ def test_weights_identity_follows_size_and_mtime(tmp_path):
     model.mkdir()
     (model / "config.json").write_text("{}")
     (model / "model.safetensors").write_bytes(b"x" * 10)
-    before = bs.weights_identity(str(model))
+    before = rc.weights_identity(str(model))
     os.utime(model / "model.safetensors", ns=(1, 1))
-    touched = bs.weights_identity(str(model))
+    touched = rc.weights_identity(str(model))
     (model / "model.safetensors").write_bytes(b"y" * 11)
-    rewritten = bs.weights_identity(str(model))
+    rewritten = rc.weights_identity(str(model))
     assert before != touched != rewritten
-    assert bs.weights_identity(str(tmp_path / "missing")) is None
+    assert rc.weights_identity(str(tmp_path / "missing")) is None
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty", "unreadable"])
@@ -178,7 +179,7 @@ def test_a_failed_write_leaves_no_entry_and_no_temporary_file(minilm_path, tmp_p
     def killed(src, dst):
         raise OSError("killed before the rename")
 
-    monkeypatch.setattr(bs.os, "replace", killed)
+    monkeypatch.setattr(rc.os, "replace", killed)
     _close(_score(SYSTEM_A, REFS, minilm_path, tmp_path), expected)
     monkeypatch.undo()
     assert _entries(tmp_path) == []
@@ -200,18 +201,18 @@ def test_truncation_count_is_the_same_cold_and_warm(minilm_path, tmp_path):
 
 
 def test_cache_folder_setting_environment_and_off(minilm_path, tmp_path, monkeypatch):
-    assert bs.resolve_cache_dir(None) == bs.resolve_cache_dir("") == \
-        bs.resolve_cache_dir(bs.DEFAULT_CACHE_DIR)
-    assert str(bs.resolve_cache_dir(None)).endswith(os.path.join(".cache", "domsum", "scores"))
+    assert rc.resolve_cache_dir(None) == rc.resolve_cache_dir("") == \
+        rc.resolve_cache_dir(rc.DEFAULT_CACHE_DIR)
+    assert str(rc.resolve_cache_dir(None)).endswith(os.path.join(".cache", "domsum", "scores"))
     for off in ("off", "OFF", "none", "false", "0", False):
-        assert bs.resolve_cache_dir(off) is None
-    monkeypatch.setenv(bs.CACHE_ENV, str(tmp_path / "env"))
-    assert bs.resolve_cache_dir(None) == tmp_path / "env"
+        assert rc.resolve_cache_dir(off) is None
+    monkeypatch.setenv(rc.CACHE_ENV, str(tmp_path / "env"))
+    assert rc.resolve_cache_dir(None) == tmp_path / "env"
     _score(SYSTEM_A, REFS, minilm_path, None)
     assert len(_entries(tmp_path / "env")) == 4
-    monkeypatch.setenv(bs.CACHE_ENV, "off")
-    assert bs.resolve_cache_dir(None) is None
-    assert bs.resolve_cache_dir(tmp_path / "given") == tmp_path / "given"  # an explicit folder wins
+    monkeypatch.setenv(rc.CACHE_ENV, "off")
+    assert rc.resolve_cache_dir(None) is None
+    assert rc.resolve_cache_dir(tmp_path / "given") == tmp_path / "given"  # an explicit folder wins
 
 
 def test_settings_row_and_registry_wiring(minilm_path, tmp_path):
@@ -219,7 +220,7 @@ def test_settings_row_and_registry_wiring(minilm_path, tmp_path):
     from lm_eval_tasks import settings
 
     row = settings.SETTINGS["score_cache_dir"]
-    assert (row.env, row.default) == (bs.CACHE_ENV, bs.DEFAULT_CACHE_DIR)
+    assert (row.env, row.default) == (rc.CACHE_ENV, rc.DEFAULT_CACHE_DIR)
     fam = registry.get("bertscore")
     assert "score_cache_dir" in fam.settings
     batch = registry.Batch(SYSTEM_A, REFS, [""] * len(REFS), [{} for _ in REFS])
@@ -242,7 +243,7 @@ def test_any_cache_failure_falls_back_to_computing(minilm_path, tmp_path, monkey
 
     for name in ("load", "store"):
         with monkeypatch.context() as m:
-            m.setattr(bs.ReferenceCache, name, broken)
+            m.setattr(rc.ReferenceCache, name, broken)
             with caplog.at_level(logging.WARNING, logger=bs.__name__):
                 _close(_score(SYSTEM_A, REFS, minilm_path, tmp_path / name), expected)
     said = [r.getMessage() for r in caplog.records]

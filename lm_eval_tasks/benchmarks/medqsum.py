@@ -7,7 +7,7 @@ the raw data (hub ``lighteval/med_dialog``, config ``healthcaremagic``, column
 ``src``) holds ``Patient: ... Doctor: ...``; the doctor's reply is removed by
 :func:`patient_question`. Target = ``tgt`` (the question summary).
 
-Every metric of :mod:`custom_metrics.battery` is computed once per task, batched,
+Every family of the battery (:data:`custom_metrics.battery.MEDQSUM`) is scored once per task, batched,
 in the aggregation step (:class:`MedQSumTask`).
 """
 

@@ -84,7 +84,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from custom_metrics import registry, secrets
+from custom_metrics import battery, judge_metrics, registry, secrets
+from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import settings
 from lm_eval_tasks.catalog import UnknownTask
 from lm_eval_tasks.commands import json_safe, parse_metadata, task_target, with_flags, write_atomically
@@ -493,7 +494,7 @@ def family_options(name: str, keys: list[str], args: argparse.Namespace, task: s
                    benchmark: str) -> dict[str, Any]:
     """``Context.options`` of one family: what the chosen keys and the flags ask of it."""
     if name == "judge":
-        wanted = [k for k in registry.JUDGE_METRICS if k in keys] or list(registry.JUDGE_METRICS)
+        wanted = [k for k in judge_metrics.JUDGE_METRICS if k in keys] or list(judge_metrics.JUDGE_METRICS)
         return {"judge_metrics": wanted, "max_document_words": args.max_document_words}
     if name == "fm":
         # details always: they carry the scored/failure counts of the summary's fm_judge
@@ -515,15 +516,8 @@ def family_options(name: str, keys: list[str], args: argparse.Namespace, task: s
 
 
 def family_settings(fam: registry.Family, keys: list[str], meta: dict) -> dict[str, Any]:
-    """The family's resolved settings; a key choice of the battery runs only the battery
-    families those keys belong to (``medqsum_metrics``), since each loads a model."""
-    resolved = settings.resolve_many(meta, fam.settings)
-    if fam.name == "medqsum" and len(keys) < len(fam.keys):
-        from custom_metrics.battery import FAMILIES, FAMILY_OF
-
-        needed = {FAMILY_OF[k] for k in keys}
-        resolved["medqsum_metrics"] = [f for f in FAMILIES if f in needed]
-    return resolved
+    """The family's resolved settings."""
+    return settings.resolve_many(meta, fam.settings)
 
 
 # =========================================================================== scoring
@@ -707,6 +701,11 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
             scored = fam.score(batch, ctx)
         except registry.ScorerUnavailable as exc:
             raise ScoreError(str(exc)) from None
+        except ModelUnavailable as exc:  # a battery family whose model is missing: skipped, the others run
+            if not fam.optional:
+                raise
+            summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
+            scored = battery.missing_values(fam, len(batch))
         # the chosen keys, plus per-document lists beyond the family's keys (fm_detail,
         # which explains the facet score and so goes with it)
         shown = keys + [k for k in scored if k not in fam.key_names and (k != "fm_detail" or "fm" in keys)]
@@ -723,10 +722,6 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: argparse
             summary["judge"] = judge_summary(ctx, scored)
         elif name == "fm":
             summary["fm_judge"] = {**record.pop("fm_judge", {}), "judge": ctx.judge.describe()}
-        elif name == "medqsum":
-            for item in record.get("medqsum_skipped", []):
-                if item["reason"] != "not requested" and set(item["keys"]) & set(keys):
-                    summary["skipped"][f"medqsum.{item['metric']}"] = item["reason"]
         summary["record"].update(record)
     summary["bootstrap"] = {"resamples": args.bootstrap, "seed": args.seed, "confidence": 0.95,
                             "method": "percentile; documents resampled with replacement, the same resamples "

@@ -35,13 +35,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from custom_metrics import registry
 from lm_eval_tasks import catalog
 
 LEVELS = catalog.DOMAINSUM_LEVELS
 ADAPTEVAL_DOMAINS = catalog.ADAPTEVAL_DOMAINS
-#: metrics reported as fractions in results (shown x100 in tables); dvo is in percent
-FRACTION_METRICS = ("rouge1", "rouge2", "rougeL", "rouge_geo", "rouge_mean",
-                    "bertscore_p", "bertscore_r", "bertscore_f1")
 SETTINGS = ("zero-shot", "2shot", "3shot", "fine-tuned")
 COLUMNS = ["model", "task", "benchmark", "level", "domain", "setting", "shots", "metric",
            "filter", "value", "source"]
@@ -77,7 +75,7 @@ def setting_of(shots: int) -> str:
 
 def scale(metric: str) -> float:
     """Factor that puts ``metric`` on the papers' 0-100 scale."""
-    return 100.0 if metric in FRACTION_METRICS else 1.0
+    return registry.display_scale(metric)
 
 
 def _model_args_text(config: dict) -> str:

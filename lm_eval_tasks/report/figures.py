@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from custom_metrics.analysis import plots
-from lm_eval_tasks.commands.results import scale
+from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.runs import Run, doc_key
 from lm_eval_tasks.report.stats import aggregation_of
 from lm_eval_tasks.report.tables import (Builder, base_label_of, cross_domain_groups, ordered_subsets, paper,

@@ -33,21 +33,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import scale
+from custom_metrics import registry
+from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents, short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
 
-#: the keys each benchmark's paper tables print, with their column names (ordered)
-HEADLINE: dict[str, tuple[tuple[str, str], ...]] = {
-    "domainsum": (("rouge_geo", "ROUGE"), ("rouge_mean", "ROUGE (release mean)"),
-                  ("bertscore_f1", "BERTScore")),
-    "adapteval": (("bertscore_f1", "BERTScore"), ("dvo", "DVO"), ("rouge_geo", "ROUGE"),
-                  ("domain_adaptation", "Domain adaptation"), ("coherence", "Coherence"),
-                  ("fluency", "Fluency"), ("fm", "FM")),
-    "ccsbench": (("length_pcc", "Length PCC"), ("length_mad", "Length MAD"),
-                 ("keyword_sr", "Keyword SR"), ("fkgl_normal", "FKGL normal"),
-                 ("fkgl_high", "FKGL high"), ("delta_fkgl", "ΔFKGL"),
-                 ("focus_macro_f1", "Focus F1"), ("rouge_geo", "ROUGE")),
+#: the keys each benchmark's paper tables print (ordered); column names are the keys' display
+#: names (:func:`custom_metrics.registry.display_name`)
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "domainsum": ("rouge_geo", "rouge_mean", "bertscore_f1"),
+    "adapteval": ("bertscore_f1", "dvo", "rouge_geo", "domain_adaptation", "coherence", "fluency", "fm"),
+    "ccsbench": ("length_pcc", "length_mad", "keyword_sr", "fkgl_normal", "fkgl_high", "delta_fkgl",
+                 "focus_macro_f1", "rouge_geo"),
 }
 #: significance marker: p below this
 ALPHA = 0.05
@@ -111,7 +108,7 @@ class Builder:
         """The headline keys present in the benchmark's runs (every averaged key for medqsum)."""
         present = {k for r in self.runs.of(benchmark) for k, v in r.values.items()}
         if benchmark in HEADLINE:
-            return [(k, name) for k, name in HEADLINE[benchmark] if k in present]
+            return [(k, registry.display_name(k)) for k in HEADLINE[benchmark] if k in present]
         ordered: list[str] = []
         for r in self.runs.of(benchmark):
             for k in catalog.metric_keys(r.spec):
