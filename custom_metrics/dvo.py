@@ -45,7 +45,10 @@ reads the release's own files (one word per line, no header, no count), e.g.
 
 Where tasks find them (:func:`vocabulary_path`): ``VOCAB_DIR/<benchmark>/<subset>.tsv``
 with ``VOCAB_DIR`` = task metadata ``vocab_dir``, else ``$DOMSUM_VOCAB_DIR``, else
-``~/.cache/domsum/vocab``; ``domsum build-vocab`` writes them there.
+``~/.cache/domsum/vocab``; ``domsum build-vocab`` writes them there. That order is the
+suite's settings resolver's (``lm_eval_tasks.settings``, setting ``vocab_dir``): the
+functions here take the folder it resolved as an argument and read no environment
+variable themselves, so one place decides what a setting's value is.
 """
 
 from __future__ import annotations
@@ -363,10 +366,10 @@ def load_vocabulary(path: str | os.PathLike) -> list[str]:
 
 
 def vocabulary_dir(vocab_dir: str | os.PathLike | None = None) -> Path:
-    """``vocab_dir`` if given, else ``$DOMSUM_VOCAB_DIR``, else ``~/.cache/domsum/vocab``."""
-    value = vocab_dir if vocab_dir not in (None, "") else os.environ.get(ENV_VOCAB_DIR)
-    if value in (None, ""):
-        value = DEFAULT_VOCAB_DIR
+    """The vocabulary folder ``vocab_dir`` (as the settings resolver gave it: metadata,
+    else ``$DOMSUM_VOCAB_DIR``, else the default) expanded and absolute; None or empty:
+    :data:`DEFAULT_VOCAB_DIR` (``~/.cache/domsum/vocab``)."""
+    value = DEFAULT_VOCAB_DIR if vocab_dir in (None, "") else vocab_dir
     return Path(os.path.expanduser(str(value))).resolve()
 
 
@@ -382,8 +385,8 @@ def vocabulary_path(benchmark: str, subset: str, vocab_dir: str | os.PathLike | 
                     must_exist: bool = True) -> Path:
     """``VOCAB_DIR/<benchmark>/<subset>.tsv``, the file a task's DVO reads.
 
-    ``vocab_dir``: task metadata ``vocab_dir``; None falls back to
-    ``$DOMSUM_VOCAB_DIR``, then ``~/.cache/domsum/vocab``. With ``must_exist`` a
+    ``vocab_dir``: the resolved setting ``vocab_dir`` (task metadata, else
+    ``$DOMSUM_VOCAB_DIR``, else the default); None: ``~/.cache/domsum/vocab``. With ``must_exist`` a
     missing file raises :class:`VocabularyNotFoundError` naming the build command.
     """
     root = vocabulary_dir(vocab_dir)

@@ -25,7 +25,8 @@ character *begins* that word. (The release instead picks whitespace words found 
 the vocabulary and re-runs the model on each word prefix.)
 
 This module is model-agnostic (logit tensors and character offsets in, numbers out);
-``domsum token-shift`` (lm_eval_tasks.commands.token_shift) runs the models. ``torch`` is imported lazily.
+``domsum token-shift`` (:mod:`lm_eval_tasks.analysis.token_shift`, with
+:mod:`custom_metrics.analysis.shift_models`) runs the models. ``torch`` is imported lazily.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class Setting:
 def _rows() -> list[Setting]:
     from custom_metrics.bertscore import DEFAULT_SCI_BERTSCORE_MODEL
     from custom_metrics.blanc import DEFAULT_MODEL as BLANC_MODEL
-    from custom_metrics.dvo import DEFAULT_VOCAB_DIR
+    from custom_metrics.dvo import DEFAULT_VOCAB_DIR, ENV_VOCAB_DIR
     from custom_metrics.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
     from custom_metrics.mauve import DEFAULT_MODEL as MAUVE_MODEL
@@ -185,7 +185,7 @@ def _rows() -> list[Setting]:
         S("rouge_stemming", "DOMSUM_ROUGE_STEMMING", _bool, None,
           "ROUGE Porter stemming; unset = the benchmark release's convention (DomainSum off; AdaptEval, "
           "CCSBench, medqsum on).", "scorers"),
-        S("vocab_dir", "DOMSUM_VOCAB_DIR", str, DEFAULT_VOCAB_DIR,
+        S("vocab_dir", ENV_VOCAB_DIR, str, DEFAULT_VOCAB_DIR,
           "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers"),
         S("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
           "medqsum: scientific BERTScore encoder.", "scorers"),

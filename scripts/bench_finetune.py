@@ -1,7 +1,7 @@
 """Training throughput of ``python -m finetune``: tokens/s and optimizer steps/s.
 
 By default it builds the tiny test models (GPT-2 and T5 with a BPE tokenizer trained
-on the fixtures, ``lm_eval_tasks/commands/tiny_models.py``) and trains each configuration for a fixed
+on the fixtures, ``lm_eval_tasks/tiny_models.py``) and trains each configuration for a fixed
 number of steps on a fixture task, with evaluation, checkpoint cleanup and logging
 integrations off, through the same code path as the CLI. Figures come from the run
 card: tokens are non-padding input tokens in optimizer steps, time is the wall time
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if a.threads:
         torch.set_num_threads(a.threads)
     print(f"torch threads: {torch.get_num_threads()}")
-    from lm_eval_tasks.commands.tiny_models import build_causal_lm, build_seq2seq_lm
+    from lm_eval_tasks.tiny_models import build_causal_lm, build_seq2seq_lm
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_finetune_") as tmp:

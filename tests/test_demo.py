@@ -21,7 +21,8 @@ import pytest
 
 from conftest import subprocess_env
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import demo
+from lm_eval_tasks import demo
+from lm_eval_tasks.commands import demo as demo_command
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,7 @@ def test_demo_model_is_cached_by_recipe_and_deterministic(tmp_path):
 
 
 def test_demo_flags_follow_the_command_convention():
-    parse = demo.build_parser().parse_args
+    parse = demo_command.build_parser().parse_args
     assert parse([]).out == Path("domsum_demo") and parse([]).data_dir is None
     for flag in ("--out", "--output-path", "--output_path"):
         assert parse([flag, "x"]).out == Path("x")

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from custom_metrics.dvo import (
+    DEFAULT_VOCAB_DIR,
     VocabularyBuilder,
     VocabularyError,
     VocabularyNotFoundError,
@@ -210,13 +211,21 @@ def test_malformed_files(tmp_path):
 
 
 def test_vocabulary_dir_precedence(tmp_path, monkeypatch):
+    """metadata > $DOMSUM_VOCAB_DIR > default, decided by the settings resolver alone: the
+    metric library takes the resolved folder and reads no environment variable."""
+    from lm_eval_tasks.settings import resolve
+
+    def folder(meta):
+        return vocabulary_dir(resolve(meta, "vocab_dir"))
+
     monkeypatch.setenv("DOMSUM_VOCAB_DIR", str(tmp_path / "env"))
-    assert vocabulary_dir(tmp_path / "meta") == (tmp_path / "meta").resolve()
-    assert vocabulary_dir(None) == (tmp_path / "env").resolve()
-    assert vocabulary_dir("") == (tmp_path / "env").resolve()
+    assert folder({"vocab_dir": str(tmp_path / "meta")}) == (tmp_path / "meta").resolve()
+    assert folder(None) == (tmp_path / "env").resolve()
+    assert folder({"vocab_dir": ""}) == (tmp_path / "env").resolve()
+    assert vocabulary_dir(None) == vocabulary_dir("") == Path(DEFAULT_VOCAB_DIR).expanduser().resolve()
     monkeypatch.delenv("DOMSUM_VOCAB_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert vocabulary_dir() == (tmp_path / "home" / ".cache" / "domsum" / "vocab").resolve()
+    assert folder(None) == (tmp_path / "home" / ".cache" / "domsum" / "vocab").resolve()
 
 
 def test_vocabulary_path_found_and_missing(tmp_path):

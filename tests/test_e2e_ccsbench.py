@@ -287,7 +287,7 @@ def test_change_amplitude_cli(tmp_path, tiny_causal_lm, fixture_data_dir):
 
 
 def test_change_amplitude_pieces():
-    from lm_eval_tasks.commands import change_amplitude as ca
+    from lm_eval_tasks.analysis import change_amplitude as ca
 
     rec = {"id": "a", "document": "d", "summary": "s", "length_bin": 3, "keywords": '["x"]',
            "readability": "normal", "focus": "high"}

@@ -127,7 +127,7 @@ def test_paired_bootstrap_test_hand_cases():
 def report_runs(tmp_path_factory, tiny_causal_lm, fixture_data_dir, minilm_path):
     """Harness folders: systems A and B (0- and 2-shot), A + a SAMSum LoRA adapter (0-shot)."""
     from lm_eval_tasks import include_path
-    from lm_eval_tasks.commands.demo import demo_model, training_pairs
+    from lm_eval_tasks.demo import demo_model, training_pairs
 
     root = tmp_path_factory.mktemp("report_runs")
     # system B is the demo's model (a few seconds of training): its summaries have words, so

@@ -22,25 +22,27 @@ from custom_metrics.token_shift import (
     summarize_shift,
     word_spans,
 )
-from lm_eval_tasks.commands.token_shift import (
+from custom_metrics.analysis.shift_models import (
     ModelSpec,
     Runner,
-    SamplesError,
-    ShiftConfig,
     TokenizerMismatchError,
-    compute_shift,
     encode_prompt,
     encode_summary,
     fit_length,
-    iter_samples,
     load_model,
     load_tokenizer,
-    main,
+)
+from lm_eval_tasks.analysis.token_shift import (
+    SamplesError,
+    ShiftConfig,
+    compute_shift,
+    iter_samples,
     sample_prompt,
     sample_summary,
     task_from_samples_name,
     zero_shot_from_last_turn,
 )
+from lm_eval_tasks.commands.token_shift import main
 
 INSTRUCTION = "You are an expert at summarization."
 TURN = "Proceed to summarize the following text. TEXT: {document}\nSUMMARY:"
@@ -92,7 +94,7 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_dir(work) -> Path:
-    from lm_eval_tasks.commands.tiny_models import build_causal_lm
+    from lm_eval_tasks.tiny_models import build_causal_lm
 
     corpus = work / "corpus" / "x" / "y"
     corpus.mkdir(parents=True)
@@ -368,7 +370,7 @@ def test_prompt_vs_prompt(base_dir, samples_2shot, samples_0shot):
 
 
 def test_different_tokenizers_are_an_error(work, base_dir, samples_2shot):
-    from lm_eval_tasks.commands.tiny_models import train_tokenizer
+    from lm_eval_tasks.tiny_models import train_tokenizer
 
     other = work / "other_tok"
     shutil.copytree(base_dir, other)

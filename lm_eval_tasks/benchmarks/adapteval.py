@@ -28,10 +28,10 @@ the paper:
 from __future__ import annotations
 
 import logging
-import random
 from typing import Any
 
-from lm_eval_tasks.data.loader import DataError, load_split
+from lm_eval_tasks.benchmarks.budget import word_budget
+from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test
 from lm_eval_tasks.benchmarks.prompting import truncate
 from custom_metrics.tokenize import tokenizer_info
 from lm_eval_tasks.settings import resolve
@@ -143,24 +143,18 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     hub_path = resolve(metadata, "hub_path")  # another hub copy of the same dataset
     docs, removed = filter_records(load_split("adapteval", domain, split, data_dir, task, hub_path=hub_path),
                                    domain, metadata, task)
-    n = resolve(metadata, "sample_test")
-    if n is not None and n < len(docs):
-        rng = random.Random(resolve(metadata, "sample_seed", 42))
-        docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
+    docs = sampled_test(docs, metadata)
     b = BUDGETS[(domain, shots)]
     variant = str(resolve(metadata, "adapteval_prompt_variant")).strip().lower()
     _format(variant)
     facts: dict[str, Any] = {"filter_removed": removed, "filter_tokenizer": tokenizer_info("nltk"),
                              "prompt_variant_used": variant, "prompt_source": PROMPT_SOURCES[variant]}
-    tok = resolve(metadata, "prompt_tokenizer")
-    budget = {"max_words": resolve(metadata, "max_doc_words", b["doc"]),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
+    budget = word_budget(metadata, "doc", b["doc"])
     if shots == 0:
         for d in docs:
             d["prompt"] = zero_shot_prompt(d["document"], variant, **budget)
         return docs, facts
-    demo_budget = {"max_words": resolve(metadata, "max_demo_words", b["demo_doc"]),
-                   "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
+    demo_budget = word_budget(metadata, "demo", b["demo_doc"])
     pool, _ = filter_records(load_split("adapteval", domain, "train", data_dir, task, hub_path=hub_path),
                              domain, metadata, task)
     if len(pool) < shots:
@@ -168,7 +162,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     seed = resolve(metadata, "fewshot_seed", DEFAULT_SEED)
     demo_sum = resolve(metadata, "max_demo_summary_words", b["demo_summary"])
     for d in docs:
-        demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots)
+        demos = draw_demos(pool, d["id"], seed, shots)
         d["prompt"] = few_shot_prompt(d["document"], demos, budget, demo_budget, demo_sum, variant)
         d["demo_ids"] = [x["id"] for x in demos]
     return docs, {**facts, "fewshot_seed_used": seed}

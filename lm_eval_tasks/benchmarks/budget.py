@@ -34,7 +34,7 @@ from typing import Any
 
 from lm_eval_tasks.benchmarks.prompting import load_tokenizer
 from lm_eval_tasks.data.loader import DataError
-from lm_eval_tasks.settings import SETTINGS
+from lm_eval_tasks.settings import SETTINGS, resolve
 
 log = logging.getLogger(__name__)
 
@@ -309,3 +309,13 @@ class FitLog:
         if self.meter.chars_per_token is not None:
             out["chars_per_token"] = self.meter.chars_per_token
         return out
+
+
+def word_budget(metadata: Mapping[str, Any] | None, part: str, default_words: Any) -> dict[str, Any]:
+    """The truncation budget of one prompt part, ``part`` = ``doc`` (the document) or ``demo``
+    (a demonstration's document): settings ``max_<part>_words`` (default ``default_words``,
+    the benchmark's), ``max_<part>_tokens`` and ``prompt_tokenizer``, as the prompt
+    builders take them (``max_words``, ``max_tokens``, ``tokenizer_name``)."""
+    return {"max_words": resolve(metadata, f"max_{part}_words", default_words),
+            "max_tokens": resolve(metadata, f"max_{part}_tokens"),
+            "tokenizer_name": resolve(metadata, "prompt_tokenizer")}

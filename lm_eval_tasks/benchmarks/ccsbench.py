@@ -34,13 +34,13 @@ import ast
 import json
 import logging
 import math
-import random
 from typing import Any
 
 from custom_metrics.ccs import N_BINS
 from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT as DEFAULT_SPEC
 from lm_eval_tasks.benchmarks.ccsbench_prompts import PromptSpec, resolve_prompt_spec
-from lm_eval_tasks.data.loader import DataError, load_split, resolve_data_dir
+from lm_eval_tasks.benchmarks.budget import word_budget
+from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test, resolve_data_dir
 from lm_eval_tasks.benchmarks.prompting import truncate
 from lm_eval_tasks.catalog import CCSBENCH_CONTROLS, lookup
 from lm_eval_tasks.settings import resolve
@@ -262,15 +262,9 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     spec = None if lookup(task).variant == "hard" else resolve_prompt_spec(metadata, task)
     skipped_rows: dict[str, int] = {}
     docs = load_records(domain, split, metadata, task, skipped_rows)
-    n = resolve(metadata, "sample_test")
-    if n is not None and n < len(docs):
-        rng = random.Random(resolve(metadata, "sample_seed", 42))
-        docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
-    tok = resolve(metadata, "prompt_tokenizer")
-    budget = {"max_words": resolve(metadata, "max_doc_words", DEFAULT_DOC_WORDS[0 if shots == 0 else 3]),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
-    demo_budget = {"max_words": resolve(metadata, "max_demo_words", DEFAULT_DEMO_WORDS),
-                   "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
+    docs = sampled_test(docs, metadata)
+    budget = word_budget(metadata, "doc", DEFAULT_DOC_WORDS[0 if shots == 0 else 3])
+    demo_budget = word_budget(metadata, "demo", DEFAULT_DEMO_WORDS)
     pool: list[dict] = []
     if shots:
         pool = load_records(domain, "train", metadata, task, skipped_rows)
@@ -278,7 +272,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
             raise DataError(f"task {task!r}: {len(pool)} usable train records; {shots} demonstrations needed")
     seed = resolve(metadata, "fewshot_seed", DEFAULT_SEED)
     for d in docs:
-        demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots) if shots else []
+        demos = draw_demos(pool, d["id"], seed, shots) if shots else []
         d["system"] = "" if spec is None else spec.system
         d["prompt"] = build_prompt(d, demos, budget, demo_budget, spec, f"task {task!r}")
         d["demo_ids"] = json.dumps([x["id"] for x in demos])

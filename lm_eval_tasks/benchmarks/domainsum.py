@@ -14,10 +14,9 @@ reuse :func:`zero_shot_prompt` verbatim.
 from __future__ import annotations
 
 import logging
-import random
 from typing import Any
 
-from lm_eval_tasks.data.loader import DataError, load_split, split_exists
+from lm_eval_tasks.data.loader import draw_demos, load_split, split_exists
 from lm_eval_tasks.benchmarks.prompting import truncate
 from lm_eval_tasks.settings import resolve
 
@@ -83,18 +82,6 @@ def demo_pool(domain: str, data_dir: Any, task: str, hub_path: str | None = None
     if data_dir is not None and split_exists("domainsum", domain, POOL_SPLIT, data_dir):
         return load_split("domainsum", domain, POOL_SPLIT, data_dir, task), POOL_SPLIT
     return load_split("domainsum", domain, "train", data_dir, task, hub_path=hub_path), "train"
-
-
-def draw_demos(pool: list[dict], doc_id: str, seed: int, k: int = 2) -> list[dict]:
-    """``k`` demonstrations for one test document, seeded by (seed, document id).
-
-    Seeding per document (not one stream for the whole split) keeps each
-    document's demonstrations fixed under ``--limit`` and across shards.
-    """
-    if len(pool) < k:
-        raise DataError(f"demonstration pool has {len(pool)} records; {k} are needed")
-    rng = random.Random(f"{seed}:{doc_id}")
-    return rng.sample(pool, k)
 
 
 def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:

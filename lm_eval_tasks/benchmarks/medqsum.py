@@ -14,11 +14,11 @@ in the aggregation step (:class:`MedQSumTask`).
 from __future__ import annotations
 
 import logging
-import random
 import re
 from typing import Any
 
-from lm_eval_tasks.data.loader import DataError, load_split
+from lm_eval_tasks.benchmarks.budget import word_budget
+from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test
 from lm_eval_tasks.benchmarks.prompting import truncate
 from lm_eval_tasks.settings import resolve
 
@@ -80,25 +80,19 @@ def load_records(subset: str, split: str, task: str, metadata: dict) -> list[dic
 def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
     """Records of ``split`` with the task's ``prompt`` (zero- or few-shot)."""
     docs = load_records(subset, split, task, metadata)
-    n = resolve(metadata, "sample_test")
-    if n is not None and n < len(docs):
-        rng = random.Random(resolve(metadata, "sample_seed", 42))
-        docs = [docs[i] for i in sorted(rng.sample(range(len(docs)), n))]
-    tok = resolve(metadata, "prompt_tokenizer")
-    budget = {"max_words": resolve(metadata, "max_doc_words", DEFAULT_QUESTION_WORDS),
-              "max_tokens": resolve(metadata, "max_doc_tokens"), "tokenizer_name": tok}
+    docs = sampled_test(docs, metadata)
+    budget = word_budget(metadata, "doc", DEFAULT_QUESTION_WORDS)
     if shots == 0:
         for d in docs:
             d["prompt"] = zero_shot_prompt(d["document"], **budget)
         return docs, {}
-    demo_budget = {"max_words": resolve(metadata, "max_demo_words", DEFAULT_DEMO_WORDS),
-                   "max_tokens": resolve(metadata, "max_demo_tokens"), "tokenizer_name": tok}
+    demo_budget = word_budget(metadata, "demo", DEFAULT_DEMO_WORDS)
     pool = load_records(subset, "train", task, metadata)
     if len(pool) < shots:
         raise DataError(f"task {task!r}: {len(pool)} usable train records; {shots} demonstrations needed")
     seed = resolve(metadata, "fewshot_seed", DEFAULT_SEED)
     for d in docs:
-        demos = random.Random(f"{seed}:{d['id']}").sample(pool, shots)
+        demos = draw_demos(pool, d["id"], seed, shots)
         d["prompt"] = few_shot_prompt(d["document"], demos, budget, demo_budget)
         d["demo_ids"] = [x["id"] for x in demos]
     return docs, {"fewshot_seed_used": seed}

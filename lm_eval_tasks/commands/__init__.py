@@ -25,18 +25,12 @@ stay accepted as aliases, listed in :data:`FLAG_ALIASES`::
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from custom_metrics.registry import json_safe  # noqa: F401 - the commands' import of it
 from lm_eval_tasks.catalog import UnknownTask, lookup
-
-#: the command line that starts the harness for suite tasks: ``domsum run`` (``lm_eval``'s
-#: CLI, task index limited to the suite: :func:`lm_eval_tasks.harness.run_cli`)
-HARNESS_CLI: tuple[str, ...] = (sys.executable, "-m", "lm_eval_tasks.cli", "run")
+from lm_eval_tasks.runtime import HARNESS_CLI, PACKAGE_PARENT, subprocess_env, write_atomically  # noqa: F401
 
 #: conventional flag -> the older spellings some commands still accept for it, as aliases
 #: of the same destination (never as a flag of its own)
@@ -46,9 +40,6 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--data-dir": ("--data_dir",),
     "--vocabulary": ("--vocab",),
 }
-
-#: the folder holding the ``lm_eval_tasks`` package (the checkout, or site-packages)
-PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
 
 
 def task_target(task: str) -> tuple[str, str]:
@@ -82,21 +73,5 @@ def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, An
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, then a rename, so
-    an interrupted command never leaves a half-written output or mirror split."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
-def subprocess_env() -> dict[str, str]:
-    """This process's environment with the package importable in child processes."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(PACKAGE_PARENT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
-__all__ = ["FLAG_ALIASES", "PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env",
-           "task_target", "with_flags"]
+__all__ = ["FLAG_ALIASES", "HARNESS_CLI", "PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env",
+           "task_target", "with_flags", "write_atomically"]

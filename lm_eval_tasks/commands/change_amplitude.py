@@ -1,21 +1,7 @@
 """``domsum change-amplitude``: CCSBench attribute dependency (flip one control, regenerate, compare).
 
-For a seeded sample of ``--n`` rows of a CCSBench subset (default ``compositional``),
-this writes one mirror per changed attribute in which only that control is flipped,
-runs the real ``lm_eval`` CLI on the original and on each flipped mirror with the
-given model, and reports, per (changed attribute, affected metric),
-
-    CA = |m_new - m| / |m|      (NaN when m == 0 or either value is NaN)
-
-as a matrix (JSON + CSV) and, when matplotlib is installed, a heatmap PNG.
-
-Flips: ``length`` bin b -> b + 2 if b <= 2 else b - 2; ``keywords`` -> the keywords of
-the next sampled row (cyclic); ``readability`` normal <-> high; ``focus`` high <-> low.
-Affected metrics are measured on the generated summaries (from ``--log_samples``) and
-always against the *original* row's controls, so that a change shows as a change:
-``length`` = mean generated length bin, ``keywords`` = keyword SR of the original
-keywords, ``readability`` = mean FKGL, ``focus`` = share judged empirical (only with
-``--judge``; needs a configured judge), ``quality`` = ROUGE-L against the reference.
+Flags -> :func:`lm_eval_tasks.analysis.change_amplitude.run_change_amplitude`, which
+describes the flips, the affected metrics and CA = ``|m_new - m| / |m|``.
 
     domsum change-amplitude --model hf --model-args pretrained=MODEL \\
         --data-dir ~/ccs_mirror --n 50 --out ca_out
@@ -24,129 +10,19 @@ keywords, ``readability`` = mean FKGL, ``focus`` = share judged empirical (only 
 from __future__ import annotations
 
 import argparse
-import copy
-import csv
-import glob
 import json
-import math
-import random
-import subprocess
 import sys
 from pathlib import Path
 
-from lm_eval_tasks import catalog, include_path
-from lm_eval_tasks.commands import HARNESS_CLI, parse_metadata, subprocess_env, with_flags
+from lm_eval_tasks import catalog
+from lm_eval_tasks.analysis.change_amplitude import (
+    ATTRIBUTES,
+    AttributeNotSet,
+    HarnessRunError,
+    run_change_amplitude,
+)
+from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config
-
-ATTRIBUTES = ("length", "keywords", "readability", "focus")
-
-
-def flip(rec: dict, attr: str, nxt: dict) -> dict:
-    """A copy of canonical record ``rec`` with control ``attr`` flipped (see module doc)."""
-    r = copy.deepcopy(rec)
-    if attr == "length":
-        b = r["length_bin"]
-        r["length_bin"] = b + 2 if b <= 2 else b - 2
-    elif attr == "keywords":
-        r["keywords"] = nxt["keywords"]
-    elif attr == "readability":
-        r["readability"] = {"normal": "high", "high": "normal"}[r["readability"]]
-    elif attr == "focus":
-        r["focus"] = {"high": "low", "low": "high"}[r["focus"]]
-    return r
-
-
-def to_row(rec: dict) -> dict:
-    """Canonical record -> mirror row (the loader's canonical column names)."""
-    return {"id": rec["id"], "document": rec["document"], "summary": rec["summary"],
-            "length": None if rec["length_bin"] < 0 else rec["length_bin"],
-            "keywords": json.loads(rec["keywords"]), "readability": rec["readability"] or None,
-            "focus": rec["focus"] or None}
-
-
-def write_mirror(root: Path, subset: str, test: list[dict], train: list[dict]) -> None:
-    d = root / "ccsbench" / subset
-    d.mkdir(parents=True, exist_ok=True)
-    for split, recs in (("test", test), ("train", train), ("validation", test[:1])):
-        with open(d / f"{split}.jsonl", "w", encoding="utf-8") as fh:
-            for r in recs:
-                fh.write(json.dumps(to_row(r)) + "\n")
-
-
-def run_harness(args, data_dir: Path, out: Path, task: str) -> list[dict]:
-    # the flipped mirror; no bars, since the run's output is captured and shown only on failure
-    meta = {**parse_metadata(args.metadata, "change_amplitude"), "data_dir": str(data_dir), "progress": False}
-    cmd = [*HARNESS_CLI, "--model", args.model, "--model_args", args.model_args,
-           "--include_path", include_path(), "--tasks", task, "--log_samples",
-           "--output_path", str(out), "--metadata", json.dumps(meta), *args.lm_eval_args]
-    proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"lm_eval failed ({proc.returncode}) for {data_dir}:\n{proc.stderr[-4000:]}")
-    files = glob.glob(str(out / "**" / f"samples_{task}_*.jsonl"), recursive=True)
-    if not files:
-        raise SystemExit(f"no samples file under {out}")
-    return [json.loads(line) for line in Path(sorted(files)[-1]).read_text().splitlines() if line.strip()]
-
-
-def measure(samples: list[dict], original: dict[str, dict], judge=None, spec=None) -> dict[str, float]:
-    """Affected metrics of one run, against the original controls (see module doc).
-
-    ``spec`` (a CCSBench ``PromptSpec``) supplies the focus judge's instruction, so the
-    measurement asks the judge what the tasks ask it.
-    """
-    from custom_metrics.ccs import fkgl, keyword_success_rate, length_bin
-    from custom_metrics.rouge import rouge_scores
-
-    preds, orig = [], []
-    for s in samples:
-        p = s.get("filtered_resps") or s.get("resps") or [""]
-        while isinstance(p, list):
-            p = p[0] if p else ""
-        preds.append(str(p).strip())
-        orig.append(original[s["doc"]["id"]])
-    out = {"length": sum(length_bin(p) for p in preds) / len(preds),
-           "keywords": keyword_success_rate(preds, [json.loads(o["keywords"]) for o in orig]),
-           "readability": sum(fkgl(p) for p in preds) / len(preds),
-           "quality": rouge_scores(preds, [o["summary"] for o in orig])["rougeL"]}
-    if judge is not None:
-        from custom_metrics.ccs import focus_messages, judge_focus
-
-        labels, _ = judge_focus(preds, judge, messages=spec.focus_messages if spec else focus_messages)
-        got = [x for x in labels if x is not None]
-        out["focus"] = sum(x == "high" for x in got) / len(got) if got else float("nan")
-    return out
-
-
-def amplitude(new: float, base: float) -> float:
-    """CA = |new - base| / |base|; NaN when base is 0 or a value is NaN."""
-    if base == 0 or any(isinstance(v, float) and math.isnan(v) for v in (new, base)):
-        return float("nan")
-    return abs(new - base) / abs(base)
-
-
-def heatmap(matrix: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rows = list(matrix)
-    cols = list(next(iter(matrix.values())))
-    data = [[matrix[r][c] for c in cols] for r in rows]
-    fig, ax = plt.subplots(figsize=(1.4 * len(cols) + 2, 0.7 * len(rows) + 1.5))
-    im = ax.imshow(data, cmap="viridis")
-    ax.set_xticks(range(len(cols)), cols)
-    ax.set_yticks(range(len(rows)), [f"flip {r}" for r in rows])
-    for i, row in enumerate(data):
-        for j, v in enumerate(row):
-            ax.text(j, i, "nan" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", color="w")
-    fig.colorbar(im, ax=ax, label="change amplitude")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,52 +44,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
     args = ap.parse_args(argv)
 
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import resolve_prompt_spec
-    from lm_eval_tasks.benchmarks.ccsbench import load_records
-
     attrs = [a for a in args.attributes.split(",") if a]
     bad = [a for a in attrs if a not in ATTRIBUTES]
     if bad:
         ap.error(f"unknown attributes {bad}; known: {ATTRIBUTES}")
     metadata = parse_metadata(args.metadata, "change_amplitude")
-    meta = with_flags(metadata, data_dir=args.data_dir)
-    test = load_records(args.subset, "test", dict(meta), "change_amplitude")
-    train = load_records(args.subset, "train", dict(meta), "change_amplitude") if args.shots else test[:0]
-    if args.n < len(test):
-        test = [test[i] for i in sorted(random.Random(args.seed).sample(range(len(test)), args.n))]
-    for a in attrs:
-        key = {"length": "length_bin"}.get(a, a)
-        if any(r[key] in (-1, "", "[]") for r in test):
-            ap.error(f"attribute {a!r} is not set on every sampled row of {args.subset!r}")
-    out = Path(args.out)
-    original = {r["id"]: r for r in test}
-    task = catalog.select("ccsbench", shots=args.shots, variant="", subsets=(args.subset,))[0].name
     judge = None
     if args.judge:
         judge = judge_config(metadata, progress=False if args.no_progress else None)
         if judge is None:
             print("change_amplitude: no judge configured; focus metric skipped", file=sys.stderr)
-    spec = resolve_prompt_spec(metadata, "change_amplitude")
-    write_mirror(out / "mirror_original", args.subset, test, train)
-    base = measure(run_harness(args, out / "mirror_original", out / "run_original", task), original, judge, spec)
-    matrix, raw = {}, {"original": base}
-    for a in attrs:
-        flipped = [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)]
-        write_mirror(out / f"mirror_{a}", args.subset, flipped, train)
-        m = measure(run_harness(args, out / f"mirror_{a}", out / f"run_{a}", task), original, judge, spec)
-        raw[f"flip_{a}"] = m
-        matrix[a] = {k: amplitude(m[k], base[k]) for k in base}
-    report = {"n": len(test), "seed": args.seed, "subset": args.subset, "task": task,
-              "prompt_source": spec.source,
-              "metrics": raw, "change_amplitude": matrix}
-    (out / "change_amplitude.json").write_text(json.dumps(report, indent=2))
-    with open(out / "change_amplitude.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        cols = list(base)
-        w.writerow(["changed_attribute", *cols])
-        for a, row in matrix.items():
-            w.writerow([a, *[row[c] for c in cols]])
-    png = heatmap(matrix, out / "change_amplitude.png") if matrix else False
-    print(json.dumps(matrix, indent=2))
-    print(f"wrote {out / 'change_amplitude.json'}, .csv" + (", .png" if png else ""))
+    out = Path(args.out)
+    try:
+        report = run_change_amplitude(
+            out, model=args.model, model_args=args.model_args, subset=args.subset, attributes=attrs,
+            n=args.n, seed=args.seed, shots=args.shots, metadata=with_flags(metadata, data_dir=args.data_dir),
+            judge=judge, lm_eval_args=args.lm_eval_args)
+    except AttributeNotSet as exc:
+        ap.error(str(exc))
+    except HarnessRunError as exc:
+        raise SystemExit(str(exc)) from None
+    print(json.dumps(report["change_amplitude"], indent=2))
+    print(f"wrote {out / 'change_amplitude.json'}, .csv" + (", .png" if report["png"] else ""))
     return 0

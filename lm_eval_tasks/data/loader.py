@@ -27,11 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lm_eval_tasks.settings import SETTINGS, resolve
+
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation", "test")
 DEFAULT_FIELDS = ("document", "summary")
-ENV_DATA_DIR = "DOMSUM_DATA_DIR"
+#: the environment variable of the ``data_dir`` setting (read by the settings resolver only)
+ENV_DATA_DIR = SETTINGS["data_dir"].env
 PREPARE_HINT = "domsum prepare-data --help"
 
 
@@ -40,8 +43,9 @@ class DataError(ValueError):
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
-    """The mirror root: explicit ``data_dir`` first, then ``$DOMSUM_DATA_DIR``."""
-    value = data_dir if data_dir not in (None, "") else os.environ.get(ENV_DATA_DIR)
+    """The mirror root: explicit ``data_dir`` first, then ``$DOMSUM_DATA_DIR`` (the settings
+    resolver's order for setting ``data_dir``); None: no mirror, the hub."""
+    value = resolve({"data_dir": os.fspath(data_dir) if data_dir is not None else None}, "data_dir")
     if value in (None, ""):
         return None
     return Path(os.path.expanduser(str(value))).resolve()
@@ -126,6 +130,26 @@ def seeded_sample(records: Sequence[Any], n: int | None, seed: int) -> list[Any]
         return list(records)
     idx = sorted(random.Random(seed).sample(range(len(records)), n))
     return [records[i] for i in idx]
+
+
+def draw_demos(pool: list[dict], doc_id: str, seed: int, k: int = 2) -> list[dict]:
+    """``k`` demonstrations for one test document, seeded by (seed, document id): every
+    benchmark's few-shot draw.
+
+    Seeding per document (not one stream for the whole split) keeps each
+    document's demonstrations fixed under ``--limit`` and across shards.
+    """
+    if len(pool) < k:
+        raise DataError(f"demonstration pool has {len(pool)} records; {k} are needed")
+    rng = random.Random(f"{seed}:{doc_id}")
+    return rng.sample(pool, k)
+
+
+def sampled_test(records: Sequence[Any], metadata: Any) -> list[Any]:
+    """The records a task evaluates: all, or the seeded sample that settings ``sample_test``
+    (how many) and ``sample_seed`` ask for (:func:`seeded_sample`)."""
+    n = resolve(metadata, "sample_test")
+    return list(records) if n is None else seeded_sample(records, n, resolve(metadata, "sample_seed"))
 
 
 # --------------------------------------------------------------------------- hub
@@ -240,11 +264,7 @@ def _load_hub_split(
             start += size
     else:
         n = src.sample.get(split)
-        idx = (
-            sorted(random.Random(src.seed).sample(range(n_total), n))
-            if n is not None and n < n_total
-            else list(range(n_total))
-        )
+        idx = seeded_sample(range(n_total), n, src.seed)
     sub = ds.select(idx)
     records = []
     for i, row in zip(idx, sub):

@@ -148,7 +148,7 @@ def _domain_texts(runs: list[Run], benchmark: str) -> dict[str, tuple[list[str],
 
 def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
     from custom_metrics.measures import MEASURES
-    from lm_eval_tasks.commands.domain_stats import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
+    from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
 
     texts = _domain_texts(runs, benchmark)
     if not texts:

@@ -11,6 +11,12 @@ The tests want the random model (fast to build; their assertions do not depend o
 what it writes). ``domsum demo`` trains its GPT-2 for a few seconds
 (``train_pairs``/``train_steps``): a random model's greedy continuation is one token
 repeated (``::::``), whose ROUGE against any reference is 0.
+
+Why here, in the installed package and not in ``tests/helpers``: ``domsum demo`` builds
+its model from an installed wheel, where neither the tests nor the scripts exist; the
+tests and ``scripts/bench_*.py`` import the same builders, so that what they time and
+test is what the demo runs. It reads no suite fact (only JSON-lines files and
+``tokenizers``/``transformers``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,412 @@
+"""The token-shift runner: token distribution shift (KL, shift rate) between two settings.
+
+AdaptEval (Afzal et al. 2024, Section 4) measures how domain adaptation changes a
+model's next-token distributions on the summaries it generates. Inputs: the
+``--log_samples`` file of the *adapted* run (``samples_<task>_<date>.jsonl`` from
+lm-eval 0.4.x: the prompt is ``arguments.gen_args_0.arg_0``, the generated summary
+``resps[0][0]``), and two settings that read the same summary:
+
+* ``--mode model`` (default), *model vs model*, same prompt: ``--base`` (e.g. the
+  pre-trained 7B, optionally ``--base-peft``) vs ``--adapted`` (the fine-tuned or
+  bigger model, or ``--adapted-peft`` on top of it; ``--adapted`` defaults to
+  ``--base``, so ``--base B --adapted-peft LORA`` compares a model with its adapter,
+  loading the weights once);
+* ``--mode prompt``, *prompt vs prompt*, same model (``--model``, ``--peft``): the
+  base prompt is the zero-shot one -- from a second samples file (``--base-samples``,
+  matched by ``doc_id``) or rebuilt from the samples' few-shot prompt
+  (``--rebuild-zero-shot``: the text before the first ``--turn-marker`` plus the last
+  turn, i.e. the instruction and the query without the demonstrations, as the
+  release does) -- and the adapted prompt is the samples' own (two-shot).
+
+Method: teacher forcing. The summary is tokenized once and appended to each prompt's
+tokens, so the summary tokens are identical in both settings (aligned by
+construction); **one forward pass per model (or prompt) per document** over
+prompt + summary gives the next-token distribution at every summary position
+(logits at position ``t`` predict token ``t + 1``; only the summary positions are
+projected to the vocabulary). The release instead re-runs the model on every prefix,
+which ``scripts/bench_token_shift.py`` compares.
+
+Per document and overall (see :mod:`custom_metrics.token_shift` for the formulas):
+``kl`` = mean KL(base || adapted) in nats; ``shift_rate`` = % of positions whose
+adapted top-1 token is not in the base top-3; ``marginal_rate`` (in the base top-3 but
+not its top-1); ``unshifted_rate``; each also over domain-vocabulary positions
+(``*_vocab``: the token begins a word of the domain vocabulary, found with the
+tokenizer's offsets). Overall = mean over documents; ``pooled`` = over all positions.
+
+    domsum token-shift --samples out/.../samples_adapteval_pubmed_<date>.jsonl \\
+        --base meta-llama/Llama-2-7b-hf --adapted-peft out/lora_pubmed \\
+        --dtype bfloat16 --out shift.json --csv shift.csv
+    domsum token-shift --mode prompt --model meta-llama/Llama-2-7b-chat-hf \\
+        --samples samples_adapteval_pubmed_2shot_<date>.jsonl --rebuild-zero-shot
+
+Why in the suite's library (``domsum token-shift`` parses flags and calls
+:func:`compute_shift`): it reads lm-eval samples files and the task catalogue; the
+model side is :mod:`custom_metrics.analysis.shift_models`, the formulas
+:mod:`custom_metrics.token_shift`.
+
+The domain vocabulary (:func:`task_vocabulary`): ``--vocabulary FILE``, else the task's (``--task`` or the task name in
+the samples file name, looked up in the task catalogue for its benchmark and subset)
+under ``--vocab-dir`` / ``$DOMSUM_VOCAB_DIR`` / ``~/.cache/domsum/vocab`` (built by
+``domsum build-vocab``); ``--no-vocab`` skips
+the vocabulary statistics. Models with different tokenizers cannot be compared
+position by position: that is an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from custom_metrics.analysis.shift_models import (
+    ModelSpec,
+    Runner,
+    TokenizerMismatchError,
+    align_vocab,
+    check_same_tokenizer,
+    encode_prompt,
+    encode_summary,
+    fit_length,
+    load_model,
+    load_tokenizer,
+    max_positions,
+    resolve_dtype,
+)
+from custom_metrics.token_shift import (
+    SHIFTED,
+    aggregate_shift,
+    domain_word_mask,
+    position_shift,
+    summarize_shift,
+)
+from lm_eval_tasks.data.loader import json_lines
+
+DEFAULT_TURN_MARKER = "Proceed to summarize the following text."
+SUMMARY_SOURCES = ("generated", "filtered", "reference")
+CSV_COLUMNS = (
+    "doc_id", "prompt_tokens_base", "prompt_tokens_adapted", "summary_tokens", "truncated",
+    "positions", "kl", "shift_rate", "marginal_rate", "unshifted_rate",
+    "positions_vocab", "kl_vocab", "shift_rate_vocab", "marginal_rate_vocab",
+    "unshifted_rate_vocab",
+)
+_SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
+
+__all__ = ["CSV_COLUMNS", "DEFAULT_TURN_MARKER", "SUMMARY_SOURCES", "ModelSpec", "SamplesError", "ShiftConfig",
+           "TokenizerMismatchError", "compute_shift", "format_summary", "index_prompts", "iter_samples",
+           "sample_prompt", "sample_summary", "task_from_samples_name", "task_vocabulary",
+           "write_result", "zero_shot_from_last_turn"]
+
+
+class SamplesError(ValueError):
+    """A samples file that is not what lm-eval's ``--log_samples`` writes."""
+
+
+# --------------------------------------------------------------------------- samples
+
+
+def _first_str(value: Any, what: str, where: str) -> str:
+    """Descend nested lists (``resps`` is ``[[text]]``, ``filtered_resps`` ``[text]``)."""
+    while isinstance(value, list):
+        if not value:
+            raise SamplesError(f"{where}: {what} is empty")
+        value = value[0]
+    if not isinstance(value, str):
+        raise SamplesError(f"{where}: {what} is not a string ({type(value).__name__})")
+    return value
+
+
+def sample_prompt(sample: dict, where: str = "sample") -> str:
+    """The prompt string of a generate_until sample.
+
+    lm-eval 0.4.x serialises ``Instance.args`` = ``(context, gen_kwargs)`` as
+    ``{"gen_args_0": {"arg_0": context, "arg_1": gen_kwargs}}`` (one ``gen_args_i``
+    per request; summarization tasks make one); the in-memory form ``[[context,
+    gen_kwargs]]`` is accepted too. With ``--apply_chat_template`` the context is
+    already the rendered chat string.
+    """
+    args = sample.get("arguments")
+    if isinstance(args, dict):
+        first = args.get("gen_args_0")
+        if not isinstance(first, dict) or "arg_0" not in first:
+            raise SamplesError(f"{where}: arguments has no gen_args_0.arg_0 (keys: {sorted(args)})")
+        return _first_str(first["arg_0"], "arguments.gen_args_0.arg_0", where)
+    if isinstance(args, list) and args and isinstance(args[0], list) and args[0]:
+        return _first_str(args[0][0], "arguments[0][0]", where)
+    raise SamplesError(f"{where}: no prompt (field 'arguments' missing or malformed)")
+
+
+def sample_summary(sample: dict, source: str = "generated", where: str = "sample") -> str:
+    """The summary to read: ``generated`` (``resps``: the raw generation),
+    ``filtered`` (``filtered_resps``: after the task's filters) or ``reference``
+    (``doc["summary"]``, else ``target``)."""
+    if source == "generated":
+        if "resps" not in sample:
+            raise SamplesError(f"{where}: no 'resps' field")
+        return _first_str(sample["resps"], "resps", where)
+    if source == "filtered":
+        if "filtered_resps" not in sample:
+            raise SamplesError(f"{where}: no 'filtered_resps' field")
+        return _first_str(sample["filtered_resps"], "filtered_resps", where)
+    if source == "reference":
+        doc = sample.get("doc") or {}
+        if isinstance(doc, dict) and isinstance(doc.get("summary"), str):
+            return doc["summary"]
+        if isinstance(sample.get("target"), str):
+            return sample["target"]
+        raise SamplesError(f"{where}: no doc.summary or target")
+    raise ValueError(f"summary source must be one of {SUMMARY_SOURCES}, got {source!r}")
+
+
+def iter_samples(path: str | Path, filter_name: str | None = None) -> Iterator[tuple[str, dict]]:
+    """Stream ``(where, sample)`` from a samples JSONL, one per ``doc_id``.
+
+    lm-eval writes one line per document and filter; the first line of each
+    ``doc_id`` is used, or the lines of ``filter_name`` only.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SamplesError(f"samples file not found: {path}")
+    seen: set = set()
+    for where, sample in json_lines(path, error=SamplesError):
+        if not isinstance(sample, dict) or "doc_id" not in sample:
+            raise SamplesError(f"{where}: not an lm-eval sample (no doc_id)")
+        if filter_name is not None and sample.get("filter") != filter_name:
+            continue
+        key = json.dumps(sample["doc_id"])
+        if key in seen:
+            continue
+        seen.add(key)
+        yield f"{where} (doc_id {sample['doc_id']})", sample
+
+
+def index_prompts(path: str | Path, filter_name: str | None = None) -> dict[str, tuple[str, str | None]]:
+    """``doc_id -> (prompt, document)`` of a second samples file (the base prompts)."""
+    out = {}
+    for where, sample in iter_samples(path, filter_name):
+        doc = sample.get("doc")
+        document = doc.get("document") if isinstance(doc, dict) else None
+        out[json.dumps(sample["doc_id"])] = (sample_prompt(sample, where), document)
+    return out
+
+
+def task_from_samples_name(path: str | Path) -> str | None:
+    """``samples_adapteval_pubmed_2shot_2025-01-01T10-00-00.123.jsonl`` -> the task."""
+    m = _SAMPLES_NAME.match(Path(path).name)
+    return m.group("task") if m else None
+
+
+def zero_shot_from_last_turn(prompt: str, marker: str = DEFAULT_TURN_MARKER) -> str:
+    """Drop the demonstrations of a few-shot prompt: the text before the first
+    ``marker`` (instruction, chat header) + the text from the last ``marker`` on
+    (the query turn and anything after it, e.g. the assistant header)."""
+    first = prompt.find(marker)
+    if first < 0:
+        raise SamplesError(f"turn marker {marker!r} not in the prompt; set --turn-marker")
+    last = prompt.rfind(marker)
+    return prompt[:first] + prompt[last:]
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass
+class ShiftConfig:
+    samples: str
+    mode: str = "model"
+    base: ModelSpec | None = None
+    adapted: ModelSpec | None = None
+    base_samples: str | None = None
+    rebuild_zero_shot: bool = False
+    turn_marker: str = DEFAULT_TURN_MARKER
+    summary: str = "generated"
+    filter: str | None = None
+    vocab: str | None = None
+    limit: int | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    max_length: int | None = None
+    add_bos: bool | None = None
+    trust_remote_code: bool = False
+
+
+def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
+                  csv_path: str | Path | None = None, progress: bool | None = False,
+                  top_tokens: int = 20) -> dict[str, Any]:
+    """Run the comparison; return ``{"config", "overall", "top_shifted_tokens",
+    "documents"}``. Per-document rows are streamed to ``csv_path`` as they come."""
+    import torch
+
+    from custom_metrics.progress import track
+
+    if cfg.mode not in ("model", "prompt"):
+        raise ValueError(f"mode must be 'model' or 'prompt', got {cfg.mode!r}")
+    device = cfg.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = resolve_dtype(cfg.dtype, device)
+    base_spec = cfg.base
+    if base_spec is None:
+        raise ValueError("no model given")
+    adapted_spec = cfg.adapted if cfg.mode == "model" else base_spec
+    if adapted_spec is None:
+        raise ValueError("no adapted model given")
+
+    t_load = time.perf_counter()
+    tok = load_tokenizer(base_spec, cfg.trust_remote_code)
+    tok_adapted = tok
+    if cfg.mode == "model" and adapted_spec != base_spec:
+        tok_adapted = load_tokenizer(adapted_spec, cfg.trust_remote_code)
+        check_same_tokenizer(tok, tok_adapted)
+    if cfg.mode == "prompt":
+        model = load_model(base_spec, dtype, device, cfg.trust_remote_code)
+        base_run = adapted_run = Runner(model)
+    elif (adapted_spec.path == base_spec.path and base_spec.peft is None
+          and adapted_spec.peft is not None):
+        # base vs base + adapter: load the weights once, switch the adapter off for base
+        model = load_model(adapted_spec, dtype, device, cfg.trust_remote_code, merge=False)
+        base_run, adapted_run = Runner(model, disable_adapter=True), Runner(model)
+    else:
+        base_run = Runner(load_model(base_spec, dtype, device, cfg.trust_remote_code))
+        adapted_run = Runner(load_model(adapted_spec, dtype, device, cfg.trust_remote_code))
+    load_s = time.perf_counter() - t_load
+    limits = [x for x in (cfg.max_length, max_positions(base_run.model),
+                          max_positions(adapted_run.model)) if x]
+    max_len = min(limits) if limits else None
+    n_tokens = len(tok)
+
+    base_prompts = index_prompts(cfg.base_samples, cfg.filter) if cfg.base_samples else None
+    if cfg.mode == "prompt" and base_prompts is None and not cfg.rebuild_zero_shot:
+        raise ValueError("prompt mode needs --base-samples FILE or --rebuild-zero-shot")
+    vocab = frozenset(vocabulary) if vocabulary else None
+
+    documents: list[dict[str, Any]] = []
+    shifted_tokens: Counter = Counter()
+    csv_fh = open(csv_path, "w", newline="", encoding="utf-8") if csv_path else None
+    writer = csv.DictWriter(csv_fh, fieldnames=CSV_COLUMNS, extrasaction="ignore") if csv_fh else None
+    if writer:
+        writer.writeheader()
+    t0 = time.perf_counter()
+    try:
+        samples = iter_samples(cfg.samples, cfg.filter)
+        for i, (where, sample) in enumerate(track(samples, "token shift", total=cfg.limit, enabled=progress)):
+            if cfg.limit is not None and i >= cfg.limit:
+                break
+            adapted_prompt = sample_prompt(sample, where)
+            summary = sample_summary(sample, cfg.summary, where)
+            if cfg.mode == "prompt":
+                if base_prompts is not None:
+                    key = json.dumps(sample["doc_id"])
+                    if key not in base_prompts:
+                        raise SamplesError(f"{where}: doc_id not in --base-samples {cfg.base_samples}")
+                    base_prompt, base_doc = base_prompts[key]
+                    doc = sample.get("doc") if isinstance(sample.get("doc"), dict) else {}
+                    if base_doc is not None and doc.get("document") not in (None, base_doc):
+                        raise SamplesError(f"{where}: --base-samples has a different document "
+                                           f"under this doc_id; the two runs must use the same data")
+                else:
+                    base_prompt = zero_shot_from_last_turn(adapted_prompt, cfg.turn_marker)
+            else:
+                base_prompt = adapted_prompt
+
+            p_base = encode_prompt(tok, base_prompt, cfg.add_bos)
+            p_adapted = p_base if base_prompt == adapted_prompt else encode_prompt(tok, adapted_prompt, cfg.add_bos)
+            s_ids, offsets = encode_summary(tok, summary, need_offsets=vocab is not None)
+            if tok_adapted is not tok:
+                if (encode_prompt(tok_adapted, adapted_prompt, cfg.add_bos) != p_adapted
+                        or encode_summary(tok_adapted, summary, False)[0] != s_ids):
+                    raise TokenizerMismatchError(f"{where}: the two tokenizers encode this document differently")
+            p_base, s_fit, cut_b = fit_length(p_base, s_ids, max_len)
+            p_adapted, _, cut_a = fit_length(p_adapted, s_ids, max_len)
+            offsets = offsets[: len(s_fit)] if offsets is not None else None
+            if s_fit:
+                lb = base_run.summary_logits(p_base, s_fit)
+                la = adapted_run.summary_logits(p_adapted, s_fit)
+                lb, la = align_vocab(lb, la, n_tokens)
+                kl, cat, top1 = position_shift(lb, la)
+                shifted_tokens.update(top1[cat == SHIFTED].tolist())
+            else:
+                kl, cat = [], []
+            mask = (domain_word_mask(summary, offsets, vocab) if vocab is not None and offsets is not None
+                    else None)
+            row = {"doc_id": sample["doc_id"], "prompt_tokens_base": len(p_base),
+                   "prompt_tokens_adapted": len(p_adapted), "summary_tokens": len(s_fit),
+                   "truncated": max(cut_a, cut_b)}
+            row.update(summarize_shift(kl, cat, mask))
+            documents.append(row)
+            if writer:
+                writer.writerow(row)
+                csv_fh.flush()
+    finally:
+        if csv_fh:
+            csv_fh.close()
+    elapsed = time.perf_counter() - t0
+    overall = aggregate_shift(documents)
+    overall["seconds"] = elapsed
+    overall["load_seconds"] = load_s
+    overall["forward_passes"] = base_run.forward_passes + (
+        adapted_run.forward_passes if adapted_run is not base_run else 0)
+    config = asdict(cfg)
+    config.update({"resolved_device": device, "resolved_dtype": str(dtype).replace("torch.", ""),
+                   "max_length_used": max_len, "vocabulary_size": len(vocab) if vocab else None,
+                   "base_label": base_spec.label() + (" [zero-shot prompt]" if cfg.mode == "prompt" else ""),
+                   "adapted_label": adapted_spec.label() + (" [samples prompt]" if cfg.mode == "prompt" else "")})
+    return {
+        "config": config,
+        "overall": overall,
+        "top_shifted_tokens": [[tok.convert_ids_to_tokens(int(t)), n]
+                               for t, n in shifted_tokens.most_common(top_tokens)],
+        "documents": documents,
+    }
+
+
+# --------------------------------------------------------------------------- vocabulary and output
+
+
+def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tuple[list[str], str] | None:
+    """The domain vocabulary of ``task`` (else the task named in the samples file name) and
+    its file, under the resolved ``vocab_dir`` setting (metadata > ``$DOMSUM_VOCAB_DIR`` >
+    default); None when no task can be told. Raises
+    :class:`custom_metrics.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
+    from custom_metrics.dvo import load_vocabulary, vocabulary_path
+    from lm_eval_tasks.catalog import lookup
+    from lm_eval_tasks.settings import resolve
+
+    task = task or task_from_samples_name(samples)
+    if not task:
+        return None
+    spec = lookup(task)
+    path = vocabulary_path(spec.benchmark, spec.subset, resolve({"vocab_dir": vocab_dir}, "vocab_dir"))
+    return load_vocabulary(path), str(path)
+
+
+def write_result(result: dict[str, Any], path: str | Path) -> None:
+    """The whole result (config, overall, top shifted tokens, per-document rows) as JSON."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2, ensure_ascii=False, default=str)
+
+
+def _fmt(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    """The console summary: the two settings, the counts and the four statistics overall
+    and at domain-vocabulary positions."""
+    o = result["overall"]
+    lines = [f"{result['config']['base_label']}  ->  {result['config']['adapted_label']}",
+             f"{o['documents']} documents, {o['positions']} summary positions "
+             f"({o['positions_vocab']} at domain words), {o['forward_passes']} forward passes, "
+             f"{o['seconds']:.1f} s",
+             f"{'':14}{'KL (nats)':>10}{'shift %':>10}{'marginal %':>12}{'unshifted %':>13}"]
+    for label, sfx in (("all", ""), ("domain words", "_vocab")):
+        lines.append(f"{label:14}{_fmt(o['kl' + sfx]):>10}{_fmt(o['shift_rate' + sfx]):>10}"
+                     f"{_fmt(o['marginal_rate' + sfx]):>12}{_fmt(o['unshifted_rate' + sfx]):>13}")
+    return "\n".join(lines)
