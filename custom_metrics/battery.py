@@ -4,19 +4,9 @@ Yuan et al., "Revisiting Automatic Question Summarization Evaluation in the
 Biomedical Domain", compare these automatic metrics against human judgements of
 question summaries. The battery is :data:`MEDQSUM`, a list of family names of
 :mod:`custom_metrics.registry`; each family's keys, scale, direction, aggregation and
-model setting are in its own record, beside its formula:
-
-| family | key(s) | module |
-|---|---|---|
-| ``bleu`` | ``bleu`` (mean sentence BLEU), ``sacrebleu`` (corpus) | :mod:`custom_metrics.bleu` |
-| ``rouge`` | ``rouge1/2/L``, ``rouge_mean``, ``rouge_geo`` | :mod:`custom_metrics.rouge` |
-| ``meteor`` | ``meteor`` | :mod:`custom_metrics.meteor` |
-| ``chrf`` | ``chrf`` (corpus) | :mod:`custom_metrics.bleu` |
-| ``bertscore`` | ``bertscore_p/r/f1``, general encoder | :mod:`custom_metrics.bertscore` |
-| ``bertscore_sci`` | ``bertscore_sci_p/r/f1``, scientific encoder | :mod:`custom_metrics.bertscore` |
-| ``blanc_help``, ``blanc_tune`` | BLANC, reference-free | :mod:`custom_metrics.blanc` |
-| ``perplexity`` | ``perplexity`` (lower is better) | :mod:`custom_metrics.perplexity` |
-| ``mauve`` | ``mauve`` (corpus) | :mod:`custom_metrics.mauve` |
+model setting are in its own record, beside its formula (the generated reference:
+``docs/metrics.md``). The paper's metrics, plus CIDEr-D (``cider``), which SummEval
+reports and the paper does not.
 
 The catalogue's medqsum tasks list exactly these families, so a harness run and a
 direct call score the same records. What the battery adds to scoring a family alone:
@@ -53,7 +43,8 @@ log = logging.getLogger(__name__)
 
 #: the battery: families of the registry, in the order they run
 MEDQSUM: tuple[str, ...] = ("bleu", "rouge", "meteor", "chrf", "bertscore", "bertscore_sci",
-                            "blanc_help", "blanc_tune", "perplexity", "mauve")
+                            "blanc_help", "blanc_tune", "perplexity", "mauve",
+                            "cider")  # beyond the paper: SummEval's CIDEr-D
 
 
 def missing_values(family: Family, n: int) -> dict[str, list]:
@@ -100,8 +91,12 @@ def _normalise(predictions: Sequence[str], references: Sequence[str],
 
 
 def battery_documents(predictions: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None,
-                      *, config: dict | None = None) -> tuple[dict[str, list], dict[str, Any]]:
+                      *, config: dict | None = None, names: Sequence[str] = MEDQSUM
+                      ) -> tuple[dict[str, list], dict[str, Any]]:
     """Every family of the battery, one value per key and document (see the module docstring).
+
+    ``names``: the families to run (default the battery, :data:`MEDQSUM`); ``meta-eval
+    --compute`` passes any family of the metric table here.
 
     Returns ``(values, facts)``: ``values`` maps every key of every battery family to a
     list with one entry per document (a float for ``mean``/``nanmean`` keys, a JSON item
@@ -113,10 +108,10 @@ def battery_documents(predictions: Sequence[str], references: Sequence[str], sou
 
     cfg = dict(config or {})
     batch = _normalise(predictions, references, sources)
-    wanted = requested(MEDQSUM, cfg.get("metrics"))
+    wanted = requested(names, cfg.get("metrics"))
     settings = _settings(cfg)
     n = len(batch)
-    families = [registry.get(name) for name in MEDQSUM]
+    families = [registry.get(name) for name in names]
     contexts = {f.name: Context(benchmark="medqsum", settings=settings, progress=False) for f in families}
     details: dict[str, Any] = {"models": {f.name: f.model(contexts[f.name]) for f in families
                                           if f.model_setting and f.name in wanted}}

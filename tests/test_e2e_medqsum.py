@@ -5,13 +5,13 @@ import math
 
 import pytest
 
-from conftest import run_lm_eval, sample_files
+from conftest import own_samples, run_lm_eval, sample_files
 
 pytestmark = pytest.mark.slow
 
 METRICS = ("bleu", "sacrebleu", "rouge1", "rouge2", "rougeL", "rouge_geo", "rouge_mean", "meteor", "chrf",
            "bertscore_p", "bertscore_r", "bertscore_f1", "bertscore_sci_p", "bertscore_sci_r",
-           "bertscore_sci_f1", "blanc_help", "blanc_tune", "perplexity", "mauve")
+           "bertscore_sci_f1", "blanc_help", "blanc_tune", "perplexity", "mauve", "cider")
 
 
 def meta(fixture_data_dir, minilm_path, tiny_mlm, tiny_causal_lm, **extra):
@@ -59,6 +59,16 @@ def test_zero_and_two_shot_full_battery(tmp_path, tiny_causal_lm, tiny_mlm, fixt
     zero_file = [f for f in sample_files(tmp_path, "medqsum_hcm") if "2shot" not in f.name][0]
     zero = json.loads(zero_file.read_text().splitlines()[0])
     assert zero["arguments"]["gen_args_0"]["arg_0"].count("Question: ") == 1
+    # CIDEr-D, the family added to the battery: per-document values recomputed from the
+    # logged generations and references (idf over the task's documents), and their mean reported
+    from custom_metrics.cider import cider_documents
+
+    samples = own_samples(tmp_path, "medqsum_hcm")
+    assert len(samples) == 4
+    logged = [s["cider"] for s in samples]
+    again = cider_documents([s["filtered_resps"][0] for s in samples], [s["target"] for s in samples])
+    assert logged == pytest.approx(again, abs=1e-12)
+    assert res["results"]["medqsum_hcm"]["cider,none"] == pytest.approx(sum(logged) / len(logged), abs=1e-12)
 
 
 def test_missing_model_is_skipped_others_run(tmp_path, tiny_causal_lm, tiny_mlm, fixture_data_dir, minilm_path):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from custom_metrics.analysis.meta_eval import COMPUTABLE, MetaEvalError, run
+from custom_metrics.analysis.meta_eval import MetaEvalError, computable, run
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config, resolve
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--human", default="human", help="human score column of a long table")
     ap.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all numeric)")
     ap.add_argument("--compute", default="",
-                    help="comma-separated per-summary metrics to add: " + ",".join(COMPUTABLE))
+                    help="comma-separated per-summary metrics to add: " + ",".join(computable()))
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = no CI)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")

@@ -53,7 +53,7 @@ from typing import Any
 import pandas as pd
 
 from custom_metrics.analysis.errors import MetaEvalError
-from custom_metrics.analysis.meta_eval.compute import COMPUTABLE, compute_metrics
+from custom_metrics.analysis.meta_eval.compute import compute_metrics, computable
 from custom_metrics.analysis.meta_eval.inputs import load_ratings, load_table, metric_columns
 from custom_metrics.analysis.meta_eval.output import write_outputs
 from custom_metrics.analysis.meta_eval.tables import (
@@ -120,5 +120,5 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     return summary
 
 
-__all__ = ["COMPUTABLE", "MetaEvalError", "compute_metrics", "load_ratings", "load_table", "metric_columns",
+__all__ = ["MetaEvalError", "compute_metrics", "computable", "load_ratings", "load_table", "metric_columns",
            "ratings_correlations", "run"]

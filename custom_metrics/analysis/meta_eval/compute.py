@@ -16,12 +16,34 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import MetaEvalError
 
-COMPUTABLE = ("rouge", "bertscore", "fm", "bleu", "chrf", "meteor", "perplexity", "blanc_help")
+#: names computed outside the metric table: sentence-level chrF (the table's chrF is a
+#: corpus number) and the FM judge (pairs of references and candidates, no document)
+SPECIAL = ("chrf", "fm")
 
-#: --compute name -> the battery key whose per-document values become column ``our_<key>``
-#: (the name is also the battery family that computes it)
-BATTERY_KEYS = {"rouge": "rougeL", "bertscore": "bertscore_f1", "bleu": "bleu", "meteor": "meteor",
-                "perplexity": "perplexity", "blanc_help": "blanc_help"}
+#: --compute name -> the one key whose per-document values become column ``our_<key>``
+#: (the papers correlate ROUGE-L and BERTScore F1); any other family of the metric table
+#: gives a column per per-document key
+BATTERY_KEYS = {"rouge": "rougeL", "bertscore": "bertscore_f1"}
+
+
+def computable() -> tuple[str, ...]:
+    """Every ``--compute`` name: the special ones and each metric-table family with a
+    per-document key that needs no judge (a new family is computable with no edit here)."""
+    from custom_metrics import registry
+
+    table = [f.name for f in registry.all_families()
+             if "judge" not in f.needs and f.name not in SPECIAL
+             and any(k.aggregation != "corpus" for k in f.keys)]
+    return tuple(sorted({*SPECIAL, *table}))
+
+
+def _columns(name: str) -> list[str]:
+    """The keys of family ``name`` that become ``our_<key>`` columns."""
+    from custom_metrics import registry
+
+    if name in BATTERY_KEYS:
+        return [BATTERY_KEYS[name]]
+    return [k.name for k in registry.get(name).keys if k.aggregation != "corpus"]
 
 
 def _texts(df: pd.DataFrame, *columns: str) -> list[str]:
@@ -41,13 +63,13 @@ def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], ca
     """
     from custom_metrics.battery import battery_documents
 
-    families = [n for n in BATTERY_KEYS if n in names]
+    families = [n for n in names if n not in SPECIAL]
     cfg = {"metrics": families, **{k: v for k, v in config.items() if v is not None}}
-    values, facts = battery_documents(cands, refs, _texts(df, "article", "source"), config=cfg)
+    values, facts = battery_documents(cands, refs, _texts(df, "article", "source"), config=cfg, names=families)
     for item in facts["skipped"]:
         if item["metric"] in families:
             raise MetaEvalError(f"--compute {item['metric']} cannot run: {item['reason']}")
-    out = {name: values[BATTERY_KEYS[name]] for name in families}
+    out: dict[str, Any] = {key: values[key] for name in families for key in _columns(name)}
     if "meteor" in families:
         out["meteor_matching"] = facts["details"]["meteor_matching"]
     return out
@@ -59,31 +81,34 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
                     blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
     """Add our own per-summary metric columns (``our_<name>``) in place.
 
-    ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; ``bleu`` (smoothed
-    sentence BLEU), ``meteor``, ``perplexity`` (of the summary, lower is better) and
-    ``blanc_help`` (reference-free, needs an ``article`` or ``source`` column) come
-    from the medqsum battery's per-document values (:func:`_battery_columns`);
+    ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; any other family
+    of the metric table (:func:`computable`: ``bleu`` (smoothed sentence BLEU),
+    ``meteor``, ``perplexity`` (lower is better), ``blanc_help`` (reference-free, needs
+    an ``article`` or ``source`` column), ``cider``, ...) -> ``our_<key>`` per
+    per-document key, from the battery runner's values (:func:`_battery_columns`);
     ``chrf`` -> sentence-level chrF (the battery's chrF is corpus-level); ``fm`` ->
     ``our_fm``, ``our_fm_vanilla`` (judge). ``progress``: the battery's bar on stderr
     (:mod:`custom_metrics.progress`; the judge's follows its own configuration).
     """
-    unknown = [n for n in which if n not in COMPUTABLE]
+    names = computable()
+    unknown = [n for n in which if n not in names]
     if unknown:
         raise MetaEvalError(f"unknown --compute metric {unknown[0]!r} "
-                         f"(one of {', '.join(COMPUTABLE)})")
+                            f"(one of {', '.join(names)})")
     refs = _texts(df, "reference")
     cands = _texts(df, "summary")
     info: dict[str, Any] = {}
     battery: dict[str, Any] = {}
-    if any(n in BATTERY_KEYS for n in which):
+    if any(n not in SPECIAL for n in which):
         battery = _battery_columns(df, which, refs, cands, {
             "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
             "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress})
     if "meteor_matching" in battery:
         info["meteor_matching"] = battery.pop("meteor_matching")
     for name in which:  # columns in the order asked: the tables list them so
-        if name in battery:
-            df[f"our_{BATTERY_KEYS[name]}"] = battery[name]
+        if name not in SPECIAL:
+            for key in _columns(name):
+                df[f"our_{key}"] = battery[key]
         elif name == "chrf":
             from custom_metrics.bleu import sentence_chrf_scores
 
@@ -102,4 +127,4 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     return info
 
 
-__all__ = ["BATTERY_KEYS", "COMPUTABLE", "compute_metrics"]
+__all__ = ["BATTERY_KEYS", "SPECIAL", "computable", "compute_metrics"]
