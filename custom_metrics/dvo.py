@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.registry import Batch, Context, Family, Key, ScorerUnavailable
 from custom_metrics.stopwords import ENGLISH_STOPWORDS
 from custom_metrics.tokenize import (
@@ -107,7 +108,7 @@ TOKENIZER_NAME = "nltk.word_tokenize, lowercased (custom_metrics.tokenize.word_t
 STOPWORDS_NAME = "nltk english (custom_metrics.stopwords)"
 
 
-class VocabularyError(ValueError):
+class VocabularyError(SuiteError, ValueError):
     """A vocabulary file is malformed, empty, or cannot be used."""
 
 

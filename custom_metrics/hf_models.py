@@ -12,11 +12,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from custom_metrics.errors import SuiteError
+
 _LOCK = threading.Lock()
 _CACHE: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(SuiteError, RuntimeError):
     """A metric's model (or data) is missing; the message says what and how to provide it."""
 
 

@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from custom_metrics.errors import SuiteError
+
 NAN = float("nan")
 log = logging.getLogger(__name__)
 
@@ -43,7 +45,7 @@ log = logging.getLogger(__name__)
 AGGREGATIONS = ("mean", "nanmean", "sum", "corpus")
 
 
-class ScorerUnavailable(RuntimeError):
+class ScorerUnavailable(SuiteError, RuntimeError):
     """A family's scorer (encoder, vocabulary, judge endpoint) cannot be had.
 
     The message names the family and the setting (metadata key / environment

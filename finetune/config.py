@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
+
 METHODS = ("lora", "full")
 MODEL_TYPES = ("auto", "causal", "seq2seq")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -22,7 +24,7 @@ STRATEGIES = ("epoch", "steps", "no")
 SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
 
 
-class ConfigError(ValueError):
+class ConfigError(SuiteError, ValueError):
     """A bad configuration value; the message says which and what is allowed."""
 
 

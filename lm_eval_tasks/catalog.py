@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from custom_metrics.errors import SuiteError
+
 TASKS_DIR = Path(__file__).resolve().parent
 
 # --------------------------------------------------------------------------- facts
@@ -133,7 +135,7 @@ class GroupSpec:
         return _metric_keys(self.families)
 
 
-class UnknownTask(KeyError):
+class UnknownTask(SuiteError, KeyError):
     """A task name the catalogue does not hold; the message lists the close ones."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; ours is a sentence

@@ -58,12 +58,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``argv`` (default: the command line) to the subcommand's ``main``."""
+    """Dispatch ``argv`` (default: the command line) to the subcommand's ``main``.
+
+    A :class:`~custom_metrics.errors.SuiteError` a command lets through (its message
+    names the file, line, task or setting) becomes one line on stderr and exit status 2,
+    never a traceback: the library raises, only this layer prints.
+    """
+    from custom_metrics.errors import SuiteError
+
     args = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(args[:1])
     try:
         result = importlib.import_module(COMMANDS[ns.command][0]).main(args[1:])
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
+    except SuiteError as exc:
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"domsum {ns.command}: error: {text}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `domsum tasks | head`: the reader left; not an error of ours
         import os
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.progress import ENV as PROGRESS_ENV
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
@@ -37,7 +38,7 @@ TRAIN_PER_SUBSET = 16
 MODEL_STAMP = "demo_model.json"
 
 
-class DemoError(RuntimeError):
+class DemoError(SuiteError, RuntimeError):
     """Something the demo needs is missing; the message says what to install or set."""
 
 

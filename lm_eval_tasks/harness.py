@@ -46,6 +46,7 @@ from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
+from custom_metrics.errors import SuiteError
 from custom_metrics import battery, registry, secrets
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, settings
@@ -56,7 +57,7 @@ log = logging.getLogger(__name__)
 
 NAN = float("nan")
 
-class ScorerUnavailableError(RuntimeError):
+class ScorerUnavailableError(SuiteError, RuntimeError):
     """Raised before generation when a requested task's scorer cannot be had."""
 
 

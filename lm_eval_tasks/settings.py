@@ -25,8 +25,10 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 
-class SettingError(ValueError):
+
+class SettingError(SuiteError, ValueError):
     """A setting's value cannot be used; the message names the key and its variable."""
 
 

@@ -200,3 +200,43 @@ def test_include_path_matches_python_m(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert cmd.returncode == mod.returncode == 0, cmd.stderr + mod.stderr
     assert cmd.stdout == mod.stdout and Path(cmd.stdout.strip()) == ROOT / "lm_eval_tasks"
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_every_error_class_of_the_library_derives_from_the_one_base():
+    """Library code raises typed errors with one base; only ``domsum`` prints them."""
+    import importlib
+
+    from custom_metrics.errors import SuiteError
+
+    internal = {"InvalidReply"}  # a judge reply to retry, never leaves the judge package
+    found = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and node.name not in internal and any(
+                        isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")) or b.id == "SuiteError")
+                        for b in node.bases):
+                    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                    found.append(getattr(importlib.import_module(module), node.name))
+    assert len(found) >= 20
+    assert [c.__qualname__ for c in found if not issubclass(c, SuiteError)] == []
+
+
+def test_domsum_turns_a_suite_error_into_one_line_and_status_2(monkeypatch, capsys):
+    import types
+
+    from lm_eval_tasks import cli
+    from lm_eval_tasks.settings import SettingError
+
+    def main(argv):
+        raise SettingError("'metric_batch_size' must be an int >= 1, got 0")
+
+    monkeypatch.setitem(sys.modules, "fake_command", types.SimpleNamespace(main=main))
+    monkeypatch.setitem(cli.COMMANDS, "tasks", ("fake_command", "x"))
+    assert cli.main(["tasks"]) == 2
+    err = capsys.readouterr().err
+    assert err == "domsum tasks: error: 'metric_batch_size' must be an int >= 1, got 0\n"

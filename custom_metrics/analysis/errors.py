@@ -8,8 +8,10 @@ flag at fault.
 
 from __future__ import annotations
 
+from custom_metrics.errors import SuiteError
 
-class AnalysisError(ValueError):
+
+class AnalysisError(SuiteError, ValueError):
     """Input an analysis cannot use; the message says which file, column or flag."""
 
 

@@ -36,6 +36,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
+from custom_metrics.errors import SuiteError
+
 DPI = 150
 #: colour maps: sequential for scores/overlaps, diverging (centred at 0) for differences
 SEQUENTIAL_CMAP = "YlGnBu"
@@ -45,7 +47,7 @@ NA_COLOUR = "0.85"
 MASK_COLOUR = "0.95"
 
 
-class NothingToPlot(Exception):
+class NothingToPlot(SuiteError):
     """A figure would be empty or meaningless; ``str(exc)`` is the reason, in words.
 
     Raised before any file is written, so the caller can print or record the reason

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 
-class TokenizerMismatchError(ValueError):
+
+class TokenizerMismatchError(SuiteError, ValueError):
     """The two settings tokenize differently, so positions cannot be compared."""
 
 

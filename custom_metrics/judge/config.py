@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from custom_metrics.errors import SuiteError
 from custom_metrics import secrets
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ TIMEOUT_HINT = ("raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request
 # =========================================================================== errors
 
 
-class JudgeError(RuntimeError):
+class JudgeError(SuiteError, RuntimeError):
     """Base class of judge errors."""
 
 

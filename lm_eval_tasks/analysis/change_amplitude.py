@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.data.loader import seeded_sample
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
@@ -44,11 +45,11 @@ from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 ATTRIBUTES = ("length", "keywords", "readability", "focus")
 
 
-class HarnessRunError(RuntimeError):
+class HarnessRunError(SuiteError, RuntimeError):
     """An ``lm_eval`` run that failed or left no samples file."""
 
 
-class AttributeNotSet(ValueError):
+class AttributeNotSet(SuiteError, ValueError):
     """A control to flip that some sampled rows do not have."""
 
 

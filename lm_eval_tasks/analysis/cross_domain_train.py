@@ -65,13 +65,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 
 SCHEMA = "domsum-cross-domain/1"
 
 
-class CrossDomainTrainError(RuntimeError):
+class CrossDomainTrainError(SuiteError, RuntimeError):
     """A plan the catalogue cannot run, or a child process that failed."""
 
 

@@ -65,6 +65,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
 from custom_metrics.measures import MEASURES, PROFILE_TOKENIZERS, SKIP_REASONS
 from custom_metrics.registry import json_safe
@@ -88,7 +89,7 @@ MEASURE_LABELS = {
 # ------------------------------------------------------------------ selection and data
 
 
-class SelectionError(ValueError):
+class SelectionError(SuiteError, ValueError):
     """A selection of domains the catalogue does not have."""
 
 

@@ -65,6 +65,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.analysis.shift_models import (
     ModelSpec,
     Runner,
@@ -104,7 +105,7 @@ __all__ = ["CSV_COLUMNS", "DEFAULT_TURN_MARKER", "SUMMARY_SOURCES", "ModelSpec",
            "write_result", "zero_shot_from_last_turn"]
 
 
-class SamplesError(ValueError):
+class SamplesError(SuiteError, ValueError):
     """A samples file that is not what lm-eval's ``--log_samples`` writes."""
 
 

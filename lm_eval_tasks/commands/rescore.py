@@ -86,6 +86,7 @@ from typing import Any
 
 from custom_metrics import battery, judge_metrics, registry, secrets
 from custom_metrics.hf_models import ModelUnavailable
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks import settings
 from lm_eval_tasks.catalog import UnknownTask
 from lm_eval_tasks.commands import json_safe, parse_metadata, task_target, with_flags, write_atomically
@@ -98,7 +99,7 @@ _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[
 NO_JUDGE = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
 
 
-class ScoreError(RuntimeError):
+class ScoreError(SuiteError, RuntimeError):
     """A requested metric cannot run (missing module, vocabulary, bad input)."""
 
 

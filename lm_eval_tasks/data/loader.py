@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks.settings import SETTINGS, resolve
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ ENV_DATA_DIR = SETTINGS["data_dir"].env
 PREPARE_HINT = "domsum prepare-data --help"
 
 
-class DataError(ValueError):
+class DataError(SuiteError, ValueError):
     """Bad or missing data; the message always says where and what to do."""
 
 
