@@ -49,6 +49,7 @@ from custom_metrics import registry, secrets
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
+from lm_eval_tasks.results import first_text, samples_name
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +122,7 @@ def _as_dataset(docs: list[dict], report: dict[str, Any]) -> datasets.Dataset:
 
 def clean_prediction(text: Any) -> str:
     """The generated summary as scored: stripped; a missing generation is ''."""
-    if isinstance(text, (list, tuple)):
-        text = text[0] if text else ""
-    return "" if text is None else str(text).strip()
+    return first_text(text).strip()
 
 
 def _finite(value: Any) -> bool:
@@ -454,9 +453,9 @@ class SuiteTask(ConfigurableTask):
         from pathlib import Path
 
         group = _process_group()
-        rank = f"_rank{group.get_rank()}" if group is not None else ""
         stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-        path = Path(folder).expanduser() / f"samples_{self.spec.name}_{stamp}{rank}.jsonl"
+        path = Path(folder).expanduser() / samples_name(self.spec.name, stamp,
+                                                        group.get_rank() if group is not None else None)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "x", encoding="utf-8") as fh:
@@ -513,8 +512,7 @@ class SuiteTask(ConfigurableTask):
         measured with; a generation of at least ``max_gen_toks`` tokens ran to the limit.
         Without a tokenizer (an API model measured by a bound) it is recorded as unknown.
         """
-        raw = [(str(inst.doc.get("id", "")), str((inst.resps[0] if inst.resps else "") or ""))
-               for inst in self.instances]
+        raw = [(str(inst.doc.get("id", "")), first_text(inst.resps)) for inst in self.instances]
         meter = self._fit.meter
         lengths = [meter.text_tokens(text) if meter is not None and text else 0 for _, text in raw]
         # every rank's generations (a data-parallel run), in rank order: rank 0 writes the record

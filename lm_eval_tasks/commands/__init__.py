@@ -6,9 +6,11 @@ directory (``domsum <command>``, see :mod:`lm_eval_tasks.cli`). Nothing here imp
 ``lm_eval``; commands that run the harness start it as a process (:data:`HARNESS_CLI`:
 the harness's own CLI indexing only the suite's tasks, see ``domsum run``).
 
-The helpers below are what several commands share: the task-name lookup (never
-parsed from the name: the catalogue says what a name means), ``--metadata`` parsing,
-and the folder to put on ``PYTHONPATH`` for harness subprocesses.
+The helpers below are what several commands share, and nothing but commands uses:
+the flag conventions, ``--metadata`` parsing, and the folder to put on ``PYTHONPATH``
+for harness subprocesses. Logic the library needs lives in the library (the task-name
+lookup in :func:`lm_eval_tasks.catalog.task_target`, atomic writes in
+:mod:`lm_eval_tasks.outputs`).
 
 Flags mean the same in every command (``tests/test_cli_flags.py`` checks all of them):
 long flags are hyphenated, with underscore spellings only as aliases; where a command
@@ -31,9 +33,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.registry import json_safe  # noqa: F401 - the commands' import of it
-from lm_eval_tasks.catalog import UnknownTask, lookup
-
 #: the command line that starts the harness for suite tasks: ``domsum run`` (``lm_eval``'s
 #: CLI, task index limited to the suite: :func:`lm_eval_tasks.harness.run_cli`)
 HARNESS_CLI: tuple[str, ...] = (sys.executable, "-m", "lm_eval_tasks.cli", "run")
@@ -49,12 +48,6 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
 
 #: the folder holding the ``lm_eval_tasks`` package (the checkout, or site-packages)
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
-
-
-def task_target(task: str) -> tuple[str, str]:
-    """(benchmark, subset) of a suite task; an unknown name raises :class:`UnknownTask`."""
-    spec = lookup(task)
-    return spec.benchmark, spec.subset
 
 
 def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
@@ -82,15 +75,6 @@ def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, An
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, then a rename, so
-    an interrupted command never leaves a half-written output or mirror split."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def subprocess_env() -> dict[str, str]:
     """This process's environment with the package importable in child processes."""
     env = dict(os.environ)
@@ -98,5 +82,4 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-__all__ = ["FLAG_ALIASES", "PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env",
-           "task_target", "with_flags"]
+__all__ = ["FLAG_ALIASES", "HARNESS_CLI", "PACKAGE_PARENT", "parse_metadata", "subprocess_env", "with_flags"]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from custom_metrics.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import task_target
+from lm_eval_tasks.catalog import task_target
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir
 from lm_eval_tasks.settings import resolve
 

@@ -35,7 +35,8 @@ import pandas as pd
 from scipy import stats as sstats
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import fmt, load_results, markdown_table
+from lm_eval_tasks.report.formats import fmt, markdown_table
+from lm_eval_tasks.results import ResultsError, load_results
 
 MEASURES = ("doc_length", "summary_length", "compression", "density", "coverage",
             "doc_diversity", "summary_diversity", "abstractiveness")
@@ -153,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out/correlate"))
     args = ap.parse_args(argv)
 
-    res = load_results(args.folders, fine_tuned=args.fine_tuned)
+    try:
+        res = load_results(args.folders, fine_tuned=args.fine_tuned)
+    except ResultsError as exc:
+        raise SystemExit(str(exc)) from None
     stats = load_stats(args.stats)
     if res.frame.empty or not (res.frame["metric"] == args.metric).any():
         res.problems.append(f"no '{args.metric}' values in the result folders")

@@ -77,7 +77,7 @@ from custom_metrics.measures import (
     summarize_pairs,
 )
 from custom_metrics.tokenize import TOKENIZERS, is_punct, tokenizer_info
-from lm_eval_tasks.commands import json_safe
+from custom_metrics.registry import json_safe
 from lm_eval_tasks import catalog
 from lm_eval_tasks.settings import resolve
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from custom_metrics.progress import is_enabled
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import write_atomically
+from lm_eval_tasks.outputs import write_atomically
 from lm_eval_tasks.data.loader import HUB_SOURCES, DataError, load_split, validate_record
 
 RELEASE_RE = re.compile(

@@ -602,7 +602,7 @@ def _parser() -> argparse.ArgumentParser:
 def _vocabulary(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[list[str] | None, str | None]:
     from custom_metrics.dvo import VocabularyError, load_vocabulary, vocabulary_path
     from lm_eval_tasks.catalog import UnknownTask
-    from lm_eval_tasks.commands import task_target
+    from lm_eval_tasks.catalog import task_target
     from lm_eval_tasks.settings import resolve
 
     if args.no_vocab:
