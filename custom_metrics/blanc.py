@@ -178,7 +178,7 @@ def _blanc_value(truth: list[int], base: list[int], helped: list[int]) -> tuple[
 
 
 def _setup(model: str | None):
-    from custom_metrics.hf_models import load_model
+    from custom_metrics.hf_models import context_length, load_model
 
     tok, mlm = load_model("masked", model or DEFAULT_MODEL, metric="blanc", key="blanc_model",
                           env="DOMSUM_BLANC_MODEL")
@@ -186,8 +186,7 @@ def _setup(model: str | None):
         from custom_metrics.hf_models import ModelUnavailable
 
         raise ModelUnavailable(f"blanc: tokenizer of {model!r} has no mask token; give a masked LM")
-    window = int(getattr(mlm.config, "max_position_embeddings", 512) or 512)
-    window = min(window, 512)
+    window = min(context_length(mlm.config) or 512, 512)
     return tok, mlm, window
 
 

@@ -87,3 +87,21 @@ def right_pad(seqs: list[list[int]], pad_id: int) -> tuple[Any, Any]:
         ids[k, : len(s)] = torch.tensor(s, dtype=torch.long)
         mask[k, : len(s)] = 1
     return ids, mask
+
+
+#: config attributes holding a model's position limit, in the order lm-eval's HF backend reads them
+CONTEXT_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
+
+
+def context_length(config: Any) -> int | None:
+    """A model's position limit from its config (None when it states none).
+
+    Why lm-eval's attributes and order: the harness truncates prompts to this window, so
+    prompt fitting, fine-tuning lengths and the metrics' own models all read the limit
+    the evaluated model is run with.
+    """
+    for name in CONTEXT_ATTRS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

@@ -25,19 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from custom_metrics.hf_models import right_pad
+from custom_metrics.hf_models import context_length, right_pad
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 DEFAULT_MODEL = "gpt2"
-
-
-def _context_length(model) -> int:
-    cfg = model.config
-    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
-        v = getattr(cfg, name, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    return 1024
 
 
 def perplexity_per_text(texts: Sequence[str], model: str | None = None, batch_size: int = 16,
@@ -49,7 +40,7 @@ def perplexity_per_text(texts: Sequence[str], model: str | None = None, batch_si
 
     tok, lm = load_model("causal", model or DEFAULT_MODEL, metric="perplexity", key=key, env=env)
     device = model_device(lm)
-    limit = _context_length(lm)
+    limit = context_length(lm.config) or 1024
     bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
     seqs: list[list[int]] = []
     for t in texts:

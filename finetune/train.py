@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.hf_models import context_length
 from custom_metrics.progress import is_enabled as progress_enabled
 from finetune.card import CARD_NAME, base_card, eval_command, loss_curves, now, write_card
 from finetune.config import ConfigError, FinetuneConfig
@@ -52,15 +53,6 @@ WEIGHT_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_mod
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def model_context(config: Any) -> int | None:
-    """The model's position limit, when its config has one."""
-    for name in ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length"):
-        v = getattr(config, name, None)
-        if isinstance(v, int) and v > 0:
-            return v
-    return None
 
 
 def resolve_report_to(value: str, decisions: dict) -> list[str]:
@@ -333,7 +325,7 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
         raise ConfigError("packing applies to causal LMs only")
     tokenizer = load_tokenizer(cfg.base, kind)
     decisions: dict[str, Any] = {"model_kind": kind}
-    ctx = model_context(config)
+    ctx = context_length(config)
     max_length = min(cfg.max_length, ctx) if ctx else cfg.max_length
     if max_length < cfg.max_length:
         notice(f"max_length {cfg.max_length} exceeds the model's {ctx} positions; using {ctx}")

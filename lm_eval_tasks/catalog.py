@@ -247,6 +247,12 @@ def lookup(name: str) -> TaskSpec:
     raise UnknownTask(f"unknown suite task {name!r}{hint} (`domsum tasks` lists all)")
 
 
+def task_target(task: str) -> tuple[str, str]:
+    """(benchmark, subset) of a suite task; an unknown name raises :class:`UnknownTask`."""
+    spec = lookup(task)
+    return spec.benchmark, spec.subset
+
+
 def expand(names: Iterable[str]) -> list[str]:
     """Leaf task names of ``names`` (tasks kept, groups expanded recursively), in order."""
     out: list[str] = []

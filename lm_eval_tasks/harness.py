@@ -52,6 +52,7 @@ from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, fit_prompt, meter_from_backend, meter_from_metadata
+from lm_eval_tasks.results import first_text, samples_name
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +125,7 @@ def _as_dataset(docs: list[dict], report: dict[str, Any]) -> datasets.Dataset:
 
 def clean_prediction(text: Any) -> str:
     """The generated summary as scored: stripped; a missing generation is ''."""
-    if isinstance(text, (list, tuple)):
-        text = text[0] if text else ""
-    return "" if text is None else str(text).strip()
+    return first_text(text).strip()
 
 
 def _finite(value: Any) -> bool:
@@ -405,6 +404,8 @@ class SuiteTask(ConfigurableTask):
             return
         problems = []
         for name in self._families:
+            if self._battery is not None and name not in self._battery["wanted"]:
+                continue  # a battery family left out by medqsum_metrics loads nothing
             fam, ctx = registry.get(name), self._ctx[name]
             try:
                 if fam.check is not None and settings.resolve(self.meta, "preflight"):
@@ -463,9 +464,9 @@ class SuiteTask(ConfigurableTask):
         from pathlib import Path
 
         group = _process_group()
-        rank = f"_rank{group.get_rank()}" if group is not None else ""
         stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-        path = Path(folder).expanduser() / f"samples_{self.spec.name}_{stamp}{rank}.jsonl"
+        path = Path(folder).expanduser() / samples_name(self.spec.name, stamp,
+                                                        group.get_rank() if group is not None else None)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "x", encoding="utf-8") as fh:
@@ -522,8 +523,7 @@ class SuiteTask(ConfigurableTask):
         measured with; a generation of at least ``max_gen_toks`` tokens ran to the limit.
         Without a tokenizer (an API model measured by a bound) it is recorded as unknown.
         """
-        raw = [(str(inst.doc.get("id", "")), str((inst.resps[0] if inst.resps else "") or ""))
-               for inst in self.instances]
+        raw = [(str(inst.doc.get("id", "")), first_text(inst.resps)) for inst in self.instances]
         meter = self._fit.meter
         lengths = [meter.text_tokens(text) if meter is not None and text else 0 for _, text in raw]
         # every rank's generations (a data-parallel run), in rank order: rank 0 writes the record

@@ -114,14 +114,14 @@ def _help_of(main: Callable[[list[str]], object]) -> str:
 def render_cli() -> str:
     """``--help`` of ``domsum``, of each subcommand (``run`` is lm_eval's own and is left
     out), and of ``python -m finetune.merge``."""
-    from lm_eval_tasks import cli
+    from lm_eval_tasks import commands
 
     out: list[str] = []
     with _plain_environment():
         top = io.StringIO()
-        cli.build_parser().print_help(top)
+        commands.build_parser().print_help(top)
         out += ["### `domsum`", "", "```text", top.getvalue().rstrip(), "```", ""]
-        pages = [(f"domsum {name}", module) for name, (module, _) in cli.COMMANDS.items() if name != "run"]
+        pages = [(f"domsum {name}", module) for name, (module, _) in commands.COMMANDS.items() if name != "run"]
         for title, module in [*pages, ("python -m finetune.merge", "finetune.merge")]:
             text = _help_of(importlib.import_module(module).main)
             out += [f"### `{title}`", "", "```text", text, "```", ""]

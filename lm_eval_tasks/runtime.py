@@ -2,9 +2,8 @@
 
 Why a module of its own: the library functions that run the harness as a process
 (``domsum demo``, ``change-amplitude``, ``cross-domain-train``) and the commands that
-write outputs need the same command line, child environment and atomic writer, and
-the library must not import the command layer (:mod:`lm_eval_tasks.commands`
-re-exports these names for its modules). Nothing here imports ``lm_eval``: the
+write outputs need the same command line and child environment, and the library must not
+import the command layer. Atomic writes are :mod:`lm_eval_tasks.outputs`. Nothing here imports ``lm_eval``: the
 harness runs as a child process.
 """
 
@@ -29,13 +28,4 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, then a rename, so
-    an interrupted command never leaves a half-written output or mirror split."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
-__all__ = ["HARNESS_CLI", "PACKAGE_PARENT", "subprocess_env", "write_atomically"]
+__all__ = ["HARNESS_CLI", "PACKAGE_PARENT", "subprocess_env"]

@@ -27,7 +27,7 @@ from helpers.judge_server import StubJudgeServer, Text, clear_judge_env
 from custom_metrics import judge_metrics, registry, secrets
 from custom_metrics.judge import JudgeConfig, judge_scores
 from lm_eval_tasks import settings
-from lm_eval_tasks.commands.results import latex_table, markdown_table, md_escape
+from lm_eval_tasks.report.formats import latex_table, markdown_table, md_escape
 from lm_eval_tasks.data.loader import DataError, load_split
 from lm_eval_tasks.settings import SettingError
 

@@ -73,7 +73,10 @@ def test_per_document_values_aggregate_to_battery(minilm_path, tiny_mlm, tiny_ca
     corpus = medqsum_battery(preds, refs, docs, config=cfg)
 
     assert facts["skipped"] == corpus["skipped"] == []
-    assert facts["details"] == corpus["details"]
+    # the reference cache's counters say what earlier calls stored (the second call hits), the rest is equal
+    history = ("bertscore_reference_cache",)
+    assert ({k: v for k, v in facts["details"].items() if k not in history}
+            == {k: v for k, v in corpus["details"].items() if k not in history})
     assert set(facts["timings"]) == set(corpus["timings"])
     json.dumps(values)  # items travel through the harness's sample logs
     for key, how in _aggregation().items():

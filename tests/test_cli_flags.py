@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import pytest
 
-from lm_eval_tasks.cli import COMMANDS
+from lm_eval_tasks.commands import COMMANDS
 from lm_eval_tasks.commands import FLAG_ALIASES
 
 #: subcommands that draw progress bars, and where the bars come from

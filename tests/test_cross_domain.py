@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, subprocess_env
-from lm_eval_tasks.commands import cross_domain as cd
+from lm_eval_tasks.commands.cross_domain import main as cross_domain_main
+from lm_eval_tasks.report import cross_domain as cd
 from test_plots import assert_png
 
 TS = "2024-05-01T10-00-00.000001"
@@ -84,7 +85,7 @@ def test_cross_level_cell_kept_with_the_results_value(cross_root):
 def test_main_outputs(cross_root, tmp_path):
     root, files = cross_root
     out = tmp_path / "out"
-    assert cd.main([str(root), "--out", str(out)]) == 0
+    assert cross_domain_main([str(root), "--out", str(out)]) == 0
     md = (out / "cross_domain.md").read_text()
     assert "(source)" not in md
     assert "**ROUGE (x100), domainsum, m1**" in md and "**BERTScore F1 (x100), domainsum, m1**" in md
@@ -111,7 +112,7 @@ def test_group_by_none_is_one_flat_list(cross_root, tmp_path):
     (cm,) = cd.matrices(frame, "rouge_geo", group_by="none")
     assert cm.groups == {} and cm.targets == ["cnndm", "pubmed", "cnn"]
     out = tmp_path / "flat"
-    assert cd.main([str(root), "--out", str(out), "--group-by", "none", "--no-plots"]) == 0
+    assert cross_domain_main([str(root), "--out", str(out), "--group-by", "none", "--no-plots"]) == 0
     part = (out / "cross_domainsum_rouge_geo_m1.md").read_text()
     assert "Columns by level" not in part and "| level |" not in part
     assert "| cnndm | 40.00 | 20.00 | 36.00 |" in part
@@ -135,7 +136,7 @@ def test_missing_in_domain_makes_only_that_column_na(tmp_path):
     np.testing.assert_allclose(cm.diff, [[0, np.nan, np.nan], [-30, 0, np.nan]])
     assert cm.no_in_domain() == ["cnn"]
     out = tmp_path / "out"
-    assert cd.main([str(root), "--out", str(out), "--metrics", "rouge_geo"]) == 0
+    assert cross_domain_main([str(root), "--out", str(out), "--metrics", "rouge_geo"]) == 0
     md = (out / "cross_domain.md").read_text()
     assert "Δ n/a in column(s) cnn: no in-domain result" in md
     assert "missing cells cnndm->pubmed" in md
@@ -164,12 +165,12 @@ def test_base_row_first_and_other_tasks_left_out(tmp_path):
 def test_subsets_keep_only_those_domains(cross_root, tmp_path):
     root, _ = cross_root
     out = tmp_path / "sub"
-    assert cd.main([str(root), "--out", str(out), "--subset", "cnndm,cnn", "--no-plots"]) == 0
+    assert cross_domain_main([str(root), "--out", str(out), "--subset", "cnndm,cnn", "--no-plots"]) == 0
     part = (out / "cross_domainsum_rouge_geo_m1.md").read_text()
     assert "pubmed" not in part
     assert "| cnndm | genre | 40.00 | 36.00 |" in part and "| cnn | style | 33.00 | 38.00 |" in part
     with pytest.raises(SystemExit, match="unknown domain"):
-        cd.main([str(root), "--out", str(out), "--subsets", "cnndm,nosuch"])
+        cross_domain_main([str(root), "--out", str(out), "--subsets", "cnndm,nosuch"])
 
 
 def test_no_finite_cell_draws_no_heat_map(tmp_path):
@@ -177,7 +178,7 @@ def test_no_finite_cell_draws_no_heat_map(tmp_path):
     write_run(root / "cnndm", "m1", {"domainsum_cnndm": {"rouge_geo": "N/A"},
                                      "domainsum_cnn": {"rouge_geo": float("nan")}})
     out = tmp_path / "out"
-    assert cd.main([str(root), "--out", str(out), "--metrics", "rouge_geo"]) == 0
+    assert cross_domain_main([str(root), "--out", str(out), "--metrics", "rouge_geo"]) == 0
     assert not list(out.glob("*.png"))
     md = (out / "cross_domain.md").read_text()
     assert "scores heat map not drawn: no finite value in the 1x2 matrix" in md
@@ -189,7 +190,7 @@ def test_no_finite_cell_draws_no_heat_map(tmp_path):
 def test_empty_root_is_reported(tmp_path):
     (tmp_path / "empty").mkdir()
     out = tmp_path / "out"
-    assert cd.main([str(tmp_path / "empty"), "--out", str(out)]) == 0
+    assert cross_domain_main([str(tmp_path / "empty"), "--out", str(out)]) == 0
     md = (out / "cross_domain.md").read_text()
     assert "no <source>/ folders" in md and "no 'rouge_geo' values found" in md
 

@@ -39,7 +39,7 @@ def test_write_fills_an_empty_section(tmp_path):
 
 
 def test_cli_reference_covers_every_subcommand():
-    from lm_eval_tasks.cli import COMMANDS
+    from lm_eval_tasks.commands import COMMANDS
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     for name in COMMANDS:

@@ -11,7 +11,7 @@ from scipy import stats as sstats
 
 from lm_eval_tasks.commands import correlate
 from lm_eval_tasks.report import domain_correlation
-from lm_eval_tasks.commands.results import load_results
+from lm_eval_tasks.results import load_results
 
 TS = "2024-05-01T10-00-00.000001"
 GENRE = ("cnndm", "pubmed", "reddit", "samsum", "wikihow")

@@ -298,7 +298,7 @@ def test_a_harness_file_is_recognised_by_content(tmp_path):
 
 def test_default_metrics_are_the_tasks_catalogue_families(tmp_path, capsys):
     from lm_eval_tasks.catalog import lookup
-    from lm_eval_tasks.commands.rescore import task_selection
+    from lm_eval_tasks.rescoring.selection import task_selection
 
     assert task_selection("adapteval_pubmed") == {f: list(registry.family_keys(f))
                                                   for f in lookup("adapteval_pubmed").families}

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from custom_metrics.hf_models import context_length
 from lm_eval_tasks.benchmarks.prompting import load_tokenizer
 from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.settings import SETTINGS, resolve
@@ -48,8 +49,6 @@ DEFAULT_CHARS_PER_TOKEN = float(SETTINGS["chars_per_token"].default)
 DEFAULT_API_WINDOW = 2048
 #: tokens a chat request adds per message beyond its text, when only a bound is known
 CHAT_OVERHEAD_PER_MESSAGE = 8
-#: config attributes holding a model's position limit, in the order lm-eval's HF backend reads them
-_CONTEXT_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
 #: a tokenizer's ``model_max_length`` when it states no real limit
 _UNSET_MAX_LENGTH = 1_000_000
 
@@ -191,7 +190,7 @@ def meter_from_metadata(metadata: Mapping[str, Any], max_gen_toks: int,
         return None
     context = metadata.get("max_length")
     if not context and cfg is not None:
-        context = next((getattr(cfg, a) for a in _CONTEXT_ATTRS if isinstance(getattr(cfg, a, None), int)), None)
+        context = context_length(cfg)
     if not context:
         limit = int(getattr(tok, "model_max_length", 0) or 0)
         context = limit if 0 < limit < _UNSET_MAX_LENGTH else (DEFAULT_API_WINDOW if api else 2048)

@@ -3,12 +3,16 @@
 Why a package of the library and not loose scripts: the commands need the task
 catalogue and the settings resolver, and an installed wheel must run them from any
 directory (``domsum <command>``, see :mod:`lm_eval_tasks.cli`). Nothing here imports
-``lm_eval``; commands that run the harness start it as a process (:data:`HARNESS_CLI`:
-the harness's own CLI indexing only the suite's tasks, see ``domsum run``).
+``lm_eval``; commands that run the harness start it as a process
+(:data:`lm_eval_tasks.runtime.HARNESS_CLI`: the harness's own CLI indexing only the
+suite's tasks, see ``domsum run``).
 
-The helpers below are what several commands share: the task-name lookup (never
-parsed from the name: the catalogue says what a name means), ``--metadata`` parsing,
-and the folder to put on ``PYTHONPATH`` for harness subprocesses.
+:data:`COMMANDS` is the table of subcommands (``domsum`` dispatches from it and the CLI
+reference in ``docs/cli.md`` is generated from it). The helpers below are what several
+commands share, and nothing but commands uses: the flag conventions and ``--metadata``
+parsing. Logic the library needs lives in the library (the task-name lookup in
+:func:`lm_eval_tasks.catalog.task_target`, atomic writes in :mod:`lm_eval_tasks.outputs`,
+the harness command line and child environment in :mod:`lm_eval_tasks.runtime`).
 
 Flags mean the same in every command (``tests/test_cli_flags.py`` checks all of them):
 long flags are hyphenated, with underscore spellings only as aliases; where a command
@@ -24,13 +28,55 @@ stay accepted as aliases, listed in :data:`FLAG_ALIASES`::
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from custom_metrics.registry import json_safe  # noqa: F401 - the commands' import of it
-from lm_eval_tasks.catalog import UnknownTask, lookup
-from lm_eval_tasks.runtime import HARNESS_CLI, PACKAGE_PARENT, subprocess_env, write_atomically  # noqa: F401
+#: subcommand -> (module with ``main(argv)``, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "include-path": ("lm_eval_tasks.commands.include_path",
+                     "print the folder to give lm_eval --include_path"),
+    "run": ("lm_eval_tasks.commands.run",
+            "lm_eval's own CLI for suite tasks, indexing only the suite's tasks (faster start)"),
+    "tasks": ("lm_eval_tasks.commands.tasks",
+              "list the catalogue's tasks and groups (--write-yaml regenerates the YAMLs)"),
+    "prepare-data": ("lm_eval_tasks.commands.prepare_data",
+                     "build the local data mirror from the DomainSum release or the hub"),
+    "build-vocab": ("lm_eval_tasks.commands.build_vocab", "build the domain vocabularies DVO reads"),
+    "domain-stats": ("lm_eval_tasks.commands.domain_stats",
+                     "per-domain corpus statistics, radar charts, vocabulary overlap"),
+    "rescore": ("lm_eval_tasks.commands.rescore",
+                "re-score --log_samples files with suite metrics, without regenerating"),
+    "token-shift": ("lm_eval_tasks.commands.token_shift",
+                    "token distribution shift (KL, shift rate) between two settings"),
+    "correlate": ("lm_eval_tasks.commands.correlate",
+                  "correlate domain measures with model performance"),
+    "cross-domain": ("lm_eval_tasks.commands.cross_domain",
+                     "cross-domain matrices and heat maps from result folders"),
+    "cross-domain-train": ("lm_eval_tasks.commands.cross_domain_train",
+                           "fine-tune on each source domain of a level, evaluate on all"),
+    "report": ("lm_eval_tasks.commands.report",
+               "the papers' tables, paired significance tests and figures (HTML) from result folders"),
+    "meta-eval": ("lm_eval_tasks.commands.meta_eval",
+                  "correlate summary metrics with human judgments"),
+    "change-amplitude": ("lm_eval_tasks.commands.change_amplitude",
+                         "CCSBench attribute dependency: flip one control, regenerate, compare"),
+    "demo": ("lm_eval_tasks.commands.demo", "offline demo: a tiny model trained on the sample data, through lm_eval, with its report"),
+    "finetune": ("finetune.cli", "fine-tune a model on a suite task (LoRA or full)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser: the subcommand names and their one-line help."""
+    ap = argparse.ArgumentParser(
+        prog="domsum", description="The domain-summarization suite's tools, one subcommand each.",
+        epilog="`domsum COMMAND --help` shows a command's own options.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_, text) in COMMANDS.items():
+        sub.add_parser(name, help=text, description=text, add_help=False)
+    return ap
+
 
 #: conventional flag -> the older spellings some commands still accept for it, as aliases
 #: of the same destination (never as a flag of its own)
@@ -40,12 +86,6 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--data-dir": ("--data_dir",),
     "--vocabulary": ("--vocab",),
 }
-
-
-def task_target(task: str) -> tuple[str, str]:
-    """(benchmark, subset) of a suite task; an unknown name raises :class:`UnknownTask`."""
-    spec = lookup(task)
-    return spec.benchmark, spec.subset
 
 
 def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
@@ -73,5 +113,4 @@ def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, An
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-__all__ = ["FLAG_ALIASES", "HARNESS_CLI", "PACKAGE_PARENT", "UnknownTask", "json_safe", "parse_metadata", "subprocess_env",
-           "task_target", "with_flags", "write_atomically"]
+__all__ = ["COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata", "with_flags"]

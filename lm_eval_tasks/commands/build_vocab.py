@@ -26,7 +26,7 @@ import sys
 
 from custom_metrics.dvo import DEFAULT_VOCAB_SIZE
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import task_target
+from lm_eval_tasks.catalog import task_target
 from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.data.vocab import build_one
 

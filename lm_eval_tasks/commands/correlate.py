@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from custom_metrics.analysis.errors import AnalysisError
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks.report.domain_correlation import write_correlations
 
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         report = write_correlations(args.folders, args.stats, args.out, args.metric, args.fine_tuned)
-    except AnalysisError as exc:
+    except SuiteError as exc:  # a stats file or result folder that cannot be read
         print(exc, file=sys.stderr)
         return 1
     print(report.markdown)

@@ -1,36 +1,10 @@
 """``domsum cross-domain``: cross-domain evaluation matrices (DomainSum Figure 5, Table 6).
 
-Layout read: ``ROOT/<source>/<model>/results_*.json`` (any depth below ``<source>``,
-e.g. ``domsum cross-domain-train``'s ``ROOT/<source>/eval/<model>/``): ``<model>``
-fine-tuned on domain ``<source>`` and evaluated on the zero-shot plain task of some
-target domains. ``<source>`` may also be ``base`` (the model before fine-tuning) or
-any other name; such rows have no in-domain cell of their own.
-
-For every benchmark, model and metric (default ``rouge_geo`` and ``bertscore_f1``,
-shown x100) it builds the source x target matrix ``M`` of every cell that exists in
-the results, and the difference to in-domain fine-tuning
-
-    diff[s, t] = M[s, t] - M[t, t]
-
-(negative: worse than the model fine-tuned on the target itself). Why one matrix and
-not one per level: a model fine-tuned on a genre-level domain (cnndm) and evaluated on
-a style-level one (cnn) is a real cross-domain result, and splitting by level would
-drop it. Rows are the sources present, columns the targets present, both in catalogue
-order; no row or column is invented. ``--group-by level`` (default) orders and labels
-rows and columns by DomainSum level (level column, separators in the heat maps),
-``--group-by none`` lists them flat. A cell is n/a when its result is missing; a
-difference is n/a exactly where ``M[s, t]`` or ``M[t, t]`` is missing; the notes list
-both.
-
-Writes into ``--out``:
-
-* ``cross_domain.md``: every matrix and difference matrix, and the notes;
-* ``cross_domain.csv``: one row per existing cell (benchmark, model, metric, source,
-  target, their levels, value, the target's in-domain value, difference);
-* ``cross_<benchmark>_<metric>_<model>.md``: one matrix with its difference;
-* ``cross_<benchmark>_<metric>_<model>.png`` (scores, sequential colours, in-domain
-  cells outlined) and ``..._diff.png`` (differences, diverging colours centred at 0).
-  A heat map with no finite cell is not drawn; the notes say so.
+Reads ``ROOT/<source>/<model>/results_*.json`` (``<model>`` fine-tuned on domain
+``<source>``, or ``base``) and writes, into ``--out``, every source x target matrix
+with its difference to in-domain fine-tuning: ``cross_domain.md``, ``cross_domain.csv``,
+one ``cross_<benchmark>_<metric>_<model>.md`` each and their heat maps. The tables are
+built by :mod:`lm_eval_tasks.report.cross_domain`, which the report uses too.
 
     domsum cross-domain out/xdomain-genre --out out/cross_report
     domsum cross-domain out/xdomain --subsets cnndm,cnn --group-by none
@@ -39,214 +13,11 @@ Writes into ``--out``:
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import fmt, load_results, markdown_table, scale
-
-#: metric key -> label in tables and figures
-METRICS = {"rouge_geo": "ROUGE", "bertscore_f1": "BERTScore F1"}
-GROUP_BY = ("level", "none")
-#: source folder names that hold the model before fine-tuning (``cross-domain-train
-#: --include-base``); listed first, as the papers' zero-shot row
-BASE_SOURCES = ("base",)
-#: group name of rows that are not a domain of the benchmark
-OTHER_GROUP = "other"
-
-
-@dataclass
-class CrossMatrix:
-    """One source x target matrix of one benchmark, model and metric (values scaled to
-    the papers' 0-100 where the metric is a fraction)."""
-
-    benchmark: str
-    model: str
-    metric: str
-    sources: list[str]
-    targets: list[str]
-    matrix: np.ndarray
-    diff: np.ndarray
-    #: label -> group name (level) for rows and columns; empty with ``--group-by none``
-    groups: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def stem(self) -> str:
-        return f"cross_{self.benchmark}_{self.metric}_{self.model}"
-
-    def cell(self, source: str, target: str) -> float:
-        """``M[source, target]`` (KeyError when either is not in the matrix)."""
-        return float(self.matrix[self.sources.index(source), self.targets.index(target)])
-
-    def missing_cells(self) -> list[str]:
-        """``source->target`` of the n/a cells."""
-        return [f"{s}->{t}" for i, s in enumerate(self.sources) for j, t in enumerate(self.targets)
-                if not math.isfinite(self.matrix[i, j])]
-
-    def no_in_domain(self) -> list[str]:
-        """Targets whose in-domain cell ``M[t, t]`` is missing: their differences are n/a."""
-        return [t for t in self.targets if not math.isfinite(self.in_domain(t))]
-
-    def in_domain(self, target: str) -> float:
-        """``M[target, target]``, or nan when that row or cell does not exist."""
-        if target not in self.sources:
-            return math.nan
-        return self.cell(target, target)
-
-
-# ------------------------------------------------------------------ reading
-
-
-def plain_zero_shot(task: str) -> tuple[str, str] | None:
-    """(benchmark, domain) when ``task`` is a catalogue leaf evaluated zero-shot and
-    plain (no judge/FM/hard variant), the cross-domain setting; else None."""
-    spec = catalog.all_tasks().get(task)
-    if spec is None or spec.shots or spec.variant:
-        return None
-    return spec.benchmark, spec.subset
-
-
-def load_cross(root: str | Path) -> tuple[pd.DataFrame, list[str]]:
-    """Tidy frame of the results under ``root`` with a ``source`` column (the folder
-    name: the fine-tuning domain), plain zero-shot catalogue tasks only, and the
-    problems found (unreadable files, skipped tasks)."""
-    root = Path(root)
-    frames, problems = [], []
-    sources = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    if not sources:
-        problems.append(f"{root}: no <source>/ folders")
-    for src in sources:
-        res = load_results([(src, "fine-tuned")])
-        problems += res.problems
-        f = res.frame
-        keep = f["task"].map(lambda t: plain_zero_shot(t) is not None)
-        skipped = sorted(set(f.loc[~keep, "task"]))
-        if skipped:
-            problems.append(f"{src.name}: not a plain zero-shot suite task, left out: "
-                            + ", ".join(skipped))
-        f = f[keep].copy()
-        f["source"] = src.name
-        frames.append(f)
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["source", "model", "task", "benchmark", "level", "domain", "metric", "filter", "value"])
-    return frame, problems
-
-
-# ------------------------------------------------------------------ matrices
-
-
-def group_of(benchmark: str, name: str) -> str:
-    """The group a row/column label belongs to: the DomainSum level of a domain, the
-    benchmark for other benchmarks' domains, ``base`` rows their own, else ``other``."""
-    if name in BASE_SOURCES:
-        return name
-    if name in catalog.subsets(benchmark):
-        return catalog.level_of(benchmark, name) or benchmark
-    return OTHER_GROUP
-
-
-def domain_order(benchmark: str, group_by: str = "level") -> list[str]:
-    """The benchmark's domains in catalogue order; with ``group_by="level"`` stably
-    sorted by level (levels in the order the catalogue first names them), so each
-    level's domains are adjacent whatever the catalogue's row order."""
-    order = list(catalog.subsets(benchmark))
-    if group_by != "level":
-        return order
-    levels = list(dict.fromkeys(group_of(benchmark, d) for d in order))
-    return sorted(order, key=lambda d: levels.index(group_of(benchmark, d)))
-
-
-def source_order(benchmark: str, sources: Sequence[str], group_by: str = "level") -> list[str]:
-    """Base rows first, then the benchmark's domains as :func:`domain_order` lists
-    them, then any other folder names alphabetically."""
-    order = domain_order(benchmark, group_by)
-
-    def key(s: str) -> tuple:
-        if s in BASE_SOURCES:
-            return (0, BASE_SOURCES.index(s), "")
-        if s in order:
-            return (1, order.index(s), "")
-        return (2, 0, s)
-
-    return sorted(set(sources), key=key)
-
-
-def matrices(frame: pd.DataFrame, metric: str, group_by: str = "level",
-             subsets: Sequence[str] | None = None) -> list[CrossMatrix]:
-    """Every (benchmark, model) matrix of ``metric`` (x100 for fractions).
-
-    Rows: the sources with at least one result; columns: the targets evaluated by at
-    least one source; ``subsets`` keeps only those domains (base rows stay).
-    """
-    if group_by not in GROUP_BY:
-        raise ValueError(f"group_by must be one of {', '.join(GROUP_BY)}; got {group_by!r}")
-    out: list[CrossMatrix] = []
-    if frame.empty:
-        return out
-    f = frame[frame["metric"] == metric]
-    if subsets is not None:
-        f = f[f["domain"].isin(subsets) & (f["source"].isin(subsets) | f["source"].isin(BASE_SOURCES))]
-    # one filter per cell: the harness's default "none" where a task reports several
-    f = f.assign(_pref=(f["filter"] != "none")).sort_values(["_pref", "filter"])
-    f = f.drop_duplicates(["benchmark", "model", "source", "domain"], keep="first")
-    for (benchmark, model), g in f.groupby(["benchmark", "model"], sort=True):
-        present = set(g["domain"])
-        targets = [d for d in domain_order(benchmark, group_by) if d in present]
-        sources = source_order(benchmark, g["source"], group_by)
-        if not targets or not sources:
-            continue
-        cells = {(r.source, r.domain): float(r.value) * scale(metric) for r in g.itertuples()}
-        m = np.array([[cells.get((s, t), math.nan) for t in targets] for s in sources], dtype=float)
-        m = m.reshape(len(sources), len(targets))
-        diag = np.array([cells.get((t, t), math.nan) for t in targets], dtype=float)
-        diff = m - diag[None, :]
-        groups = ({x: group_of(benchmark, x) for x in [*sources, *targets]}
-                  if group_by == "level" else {})
-        out.append(CrossMatrix(benchmark, model, metric, sources, targets, m, diff, groups))
-    return out
-
-
-# ------------------------------------------------------------------ output
-
-
-def matrix_markdown(cm: CrossMatrix, values: np.ndarray, digits: int = 2) -> str:
-    """Markdown table of ``values`` over ``cm``'s rows and columns; with groups, a level
-    column for the rows (the columns' levels are listed above the table)."""
-    grouped = bool(cm.groups)
-    header = ["fine-tuned on \\ evaluated on", *(["level"] if grouped else []), *cm.targets]
-    rows = [[s, *([cm.groups[s]] if grouped else []), *(fmt(v, digits) for v in row)]
-            for s, row in zip(cm.sources, values)]
-    align = ["---"] + (["---"] if grouped else []) + ["---:"] * len(cm.targets)
-    return markdown_table(header, rows, align)
-
-
-def column_groups_line(cm: CrossMatrix) -> str:
-    """``Columns by level: genre: cnndm, pubmed; style: cnn.`` (empty without groups)."""
-    if not cm.groups:
-        return ""
-    runs: dict[str, list[str]] = {}
-    for t in cm.targets:
-        runs.setdefault(cm.groups[t], []).append(t)
-    return "Columns by level: " + "; ".join(f"{g}: {', '.join(ts)}" for g, ts in runs.items()) + ".\n\n"
-
-
-def tidy_rows(cm: CrossMatrix) -> list[dict]:
-    """One dict per existing cell (finite or reported n/a) for ``cross_domain.csv``."""
-    rows = []
-    for i, s in enumerate(cm.sources):
-        for j, t in enumerate(cm.targets):
-            rows.append({"benchmark": cm.benchmark, "model": cm.model, "metric": cm.metric,
-                         "source": s, "source_level": group_of(cm.benchmark, s),
-                         "target": t, "target_level": group_of(cm.benchmark, t),
-                         "value": cm.matrix[i, j], "in_domain": cm.in_domain(t),
-                         "diff": cm.diff[i, j]})
-    return rows
+from lm_eval_tasks.report.cross_domain import GROUP_BY, write_cross_domain
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -272,8 +43,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from custom_metrics.analysis import plots as _plots
-
     subsets = ([s.strip() for s in args.subsets.split(",") if s.strip()]
                if args.subsets else None)
     if subsets is not None:
@@ -281,61 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown := [s for s in subsets if s not in known]:
             raise SystemExit(f"unknown domain(s) {', '.join(unknown)} in --subsets; known: "
                              + ", ".join(sorted(known)))
-    frame, problems = load_cross(args.root)
-    args.out.mkdir(parents=True, exist_ok=True)
-    md = ["Cross-domain evaluation: rows = source (the model fine-tuned on it; `base` = "
-          "before fine-tuning), columns = target (evaluated on); scores x100 where the "
-          "metric is a fraction; Δ = cell − the target's in-domain score (its row "
-          "fine-tuned on the target itself).", ""]
-    written: list[Path] = []
-    tidy: list[dict] = []
-    for metric in [m.strip() for m in args.metrics.split(",") if m.strip()]:
-        label = METRICS.get(metric, metric)
-        unit = f"{label} (x100)" if scale(metric) != 1 else label
-        mats = matrices(frame, metric, args.group_by, subsets)
-        if not mats:
-            problems.append(f"no '{metric}' values found")
-        for cm in mats:
-            where = f"{cm.benchmark} / {cm.model} / {metric}"
-            if missing := cm.missing_cells():
-                problems.append(f"{where}: missing cells " + ", ".join(missing))
-            if gaps := cm.no_in_domain():
-                problems.append(f"{where}: Δ n/a in column(s) {', '.join(gaps)}: no in-domain "
-                                "result (no row fine-tuned on that target, or its own cell missing)")
-            tidy += tidy_rows(cm)
-            part = (f"**{unit}, {cm.benchmark}, {cm.model}**\n\n" + column_groups_line(cm)
-                    + matrix_markdown(cm, cm.matrix)
-                    + f"\nΔ to in-domain fine-tuning ({label}):\n\n" + matrix_markdown(cm, cm.diff))
-            (args.out / f"{cm.stem}.md").write_text(part, encoding="utf-8")
-            md.append(part)
-            written.append(args.out / f"{cm.stem}.md")
-            if args.no_plots:
-                continue
-            axes_note = "rows: fine-tuned on (source), columns: evaluated on (target)"
-            for suffix, values, kind, heading in (
-                    ("", cm.matrix, "scores", f"cross-domain {unit}"),
-                    ("_diff", cm.diff, "Δ", f"{label} Δ to in-domain fine-tuning (x100)"
-                     if scale(metric) != 1 else f"{label} Δ to in-domain fine-tuning")):
-                try:
-                    written.append(_plots.heatmap(
-                        args.out / f"{cm.stem}{suffix}.png",
-                        f"{cm.model} ({cm.benchmark}): {heading}\n{axes_note}",
-                        cm.targets, values, row_labels=cm.sources,
-                        value_label=unit if kind == "scores" else f"Δ {unit}",
-                        diverging=kind == "Δ", groups=cm.groups or None,
-                        mask_diagonal=args.mask_diagonal and kind == "scores",
-                        outline_diagonal=not (args.mask_diagonal and kind == "scores")))
-                except _plots.NothingToPlot as exc:
-                    problems.append(f"{where}: {kind} heat map not drawn: {exc}")
-    pd.DataFrame(tidy, columns=["benchmark", "model", "metric", "source", "source_level", "target",
-                                "target_level", "value", "in_domain", "diff"]).to_csv(
-        args.out / "cross_domain.csv", index=False)
-    written.append(args.out / "cross_domain.csv")
-    if problems:
-        md += ["Notes:", *(f"- {p}" for p in problems), ""]
-    text = "\n".join(md)
-    (args.out / "cross_domain.md").write_text(text, encoding="utf-8")
-    written.append(args.out / "cross_domain.md")
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    text, written = write_cross_domain(args.root, args.out, metrics, args.group_by, subsets,
+                                       mask_diagonal=args.mask_diagonal, plots=not args.no_plots)
     print(text)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0

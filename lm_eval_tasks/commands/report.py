@@ -42,6 +42,7 @@ from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
+from lm_eval_tasks.results import ResultsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
               f"or choose another --out", file=sys.stderr)
         return 2
     folders = [*args.folders, *(f"{d}=fine-tuned" for d in args.fine_tuned)]
-    runs = load_runs(folders)
+    try:
+        runs = load_runs(folders)
+    except ResultsError as exc:
+        print(f"report: error: {exc}", file=sys.stderr)
+        return 2
     builder = Builder(runs, Options(n_boot=args.bootstrap, resamples=args.resamples, test=args.test,
                                     seed=args.seed))
     # written beside --out, then put in its place: a report that fails midway leaves nothing half-written

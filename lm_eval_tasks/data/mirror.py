@@ -32,7 +32,7 @@ from pathlib import Path
 
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import HUB_SOURCES, DataError, load_split, validate_record
-from lm_eval_tasks.runtime import write_atomically
+from lm_eval_tasks.outputs import write_atomically
 
 RELEASE_RE = re.compile(
     r"^(?P<domain>[A-Za-z0-9]+)_(?P<split>train|test|valid|validation|val|dev)_sampled(?:_(?P<n>\d+))?\.json$"

@@ -33,7 +33,8 @@ import pandas as pd
 from custom_metrics.analysis.errors import AnalysisError
 from custom_metrics.analysis.stats.correlation import correlation_test
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import fmt, load_results, markdown_table
+from lm_eval_tasks.report.formats import fmt, markdown_table
+from lm_eval_tasks.results import load_results
 
 MEASURES = ("doc_length", "summary_length", "compression", "density", "coverage",
             "doc_diversity", "summary_diversity", "abstractiveness")

@@ -180,8 +180,8 @@ def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
 def _cross(figs: Figures, builder: Builder, benchmark: str, key: str, name: str) -> None:
     k = scale(key)
     for g in cross_domain_groups(builder.runs, benchmark):
-        matrix = [[builder.est(run, key).value * k if run is not None and key in run.values else math.nan
-                   for run in (g.cells.get((s, t)) for t in g.targets)] for s in g.sources]
+        cm = g.matrix(key, lambda run: builder.est(run, key).value * k if key in run.values else math.nan)
+        matrix = cm.matrix.tolist()
         base_name = base_label_of(builder.runs, g.base)  # settings included: chat and plain apart
         title = f"{paper(benchmark)}: cross-domain {name}, {base_name} fine-tuned per domain"
         if all_zero(v for row in matrix for v in row):
@@ -189,8 +189,8 @@ def _cross(figs: Figures, builder: Builder, benchmark: str, key: str, name: str)
             continue
         figs.draw(f"cross_{benchmark}_{key}_{base_name}", title,
                   "Rows: fine-tuning domain; columns: evaluated domain; grey: not evaluated.",
-                  lambda p: plots.heatmap(p, title, g.targets, matrix, value_label=name + (" (x100)" if k != 1 else ""),
-                                          row_labels=g.sources, outline_diagonal=True))
+                  lambda p: plots.heatmap(p, title, cm.targets, matrix, value_label=name + (" (x100)" if k != 1 else ""),
+                                          row_labels=cm.sources, outline_diagonal=True))
 
 
 __all__ = ["Figure", "Figures", "draw_all"]

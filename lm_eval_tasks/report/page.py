@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lm_eval_tasks.commands.results import markdown_table, write_table
+from lm_eval_tasks.report.formats import markdown_table, write_table
 from lm_eval_tasks.report.figures import Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table

@@ -1,12 +1,12 @@
 """Harness output folders as runs: who produced the summaries, on which task, with which
 per-document scores.
 
-Why a reader of its own beside :mod:`lm_eval_tasks.commands.results` (a tidy frame of
-the reported numbers): a report must pair documents across systems and resample them,
-so it needs each run's logged per-document scores (``--log_samples`` lines carry one
-value, or one corpus item, per metric key) and a readable name for the system — the
-folder name ``__models__llama`` hides legend entries in matplotlib and says nothing
-about a LoRA adapter.
+Built on :mod:`lm_eval_tasks.results` (the files themselves), since a report needs
+more than the tidy frame of reported numbers: it must pair documents across systems
+and resample them, so it needs each run's logged per-document scores (``--log_samples``
+lines carry one value, or one corpus item, per metric key) and a readable name for the
+system — the folder name ``__models__llama`` hides legend entries in matplotlib and says
+nothing about a LoRA adapter.
 
 A *system* is a model plus every setting that changes what a run's tables show; two
 runs are the same system only when all of these agree (:func:`system_of`):
@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands.results import parse_folder_spec, read_results_files, samples_file
+from lm_eval_tasks.results import ResultsError, parse_folder_spec, read_results_files, read_samples, samples_file
 
 CARD_NAME = "run_card.json"
 
@@ -533,8 +533,6 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True) -> Runs:
     Tasks outside the catalogue and group rows are left out (listed in ``problems``
     where they are not groups): a report pairs documents, and a group has none.
     """
-    from lm_eval_tasks.commands.rescore import ScoreError, read_samples
-
     problems: list[str] = []
     latest: dict[tuple, tuple[str, Path, dict, dict, System]] = {}
     repeated: dict[tuple, list[Path]] = {}
@@ -584,7 +582,7 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True) -> Runs:
             else:
                 try:
                     run.samples = read_samples(sample_path)
-                except (ScoreError, OSError) as exc:
+                except (ResultsError, OSError) as exc:
                     problems.append(f"{sample_path}: unreadable ({exc})")
         runs.append(run)
     return Runs(runs=runs, problems=problems)

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lm_eval_tasks import catalog
 from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
+from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents, short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
 
@@ -300,9 +301,10 @@ class Builder:
         for g in cross_domain_groups(self.runs, benchmark):
             base_label = base_label_of(self.runs, g.base)
             for key, name in self.headline(benchmark):
-                header = ["trained on \\ evaluated on"] + g.targets
-                rows = [[s] + [self.number(self.est(run, key).value, key) if run else "—"
-                               for run in (g.cells.get((s, t)) for t in g.targets)] for s in g.sources]
+                cm = g.matrix(key, lambda run, k=key: self.est(run, k).value)
+                header = ["trained on \\ evaluated on"] + cm.targets
+                rows = [[s] + [self.number(v, key) if (s, t) in g.cells else "—" for t, v in zip(cm.targets, row)]
+                        for s, row in zip(cm.sources, cm.matrix)]
                 out.append(Table(f"{benchmark}_cross_domain_{key}",
                                  f"{paper(benchmark)}: cross-domain {name} of {base_label} fine-tuned per "
                                  "domain (DomainSum Table 6 layout)", header, rows,
@@ -392,11 +394,17 @@ class Builder:
 class CrossGroup:
     """The zero-shot runs of the systems fine-tuned from one base model, by (source, target)."""
 
+    benchmark: str
     #: the identity of the base system (model and settings)
     base: tuple
-    sources: list[str]
-    targets: list[str]
     cells: dict[tuple[str, str], Run]
+
+    def matrix(self, key: str, value: Callable[[Run], float]) -> CrossMatrix:
+        """The DomainSum Table 6 matrix of ``value(run)`` per cell (rows and columns in
+        catalogue order; a cell not evaluated is nan)."""
+        sources, targets = axes(self.benchmark, self.cells, "none")
+        values = {(s, t): value(self.cells[(s, t)]) for s in sources for t in targets if (s, t) in self.cells}
+        return cross_matrix(self.benchmark, str(self.base[0]), key, values, group_by="none")
 
 
 def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
@@ -408,12 +416,9 @@ def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
     for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
         group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base]
         cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
-        sources = ordered_subsets(benchmark, {s for s, _ in cells})
-        targets = ordered_subsets(benchmark, {t for _, t in cells})
-        if len(sources) * len(targets) >= 2:
-            out.append(CrossGroup(base, sources, targets, cells))
+        if len({s for s, _ in cells}) * len({t for _, t in cells}) >= 2:
+            out.append(CrossGroup(benchmark, base, cells))
     return out
-
 
 
 def p_text(p: float) -> str:

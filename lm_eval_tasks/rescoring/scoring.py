@@ -1,0 +1,268 @@
+"""Scoring one rescore input and writing its two outputs; :func:`rescore` runs a list of them.
+
+Predictions are stripped as the tasks strip them and scored through the metric registry
+(:mod:`custom_metrics.registry`), so a re-scored number is the number a harness run of
+the same predictions reports.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from custom_metrics import battery, registry, secrets
+from custom_metrics.hf_models import ModelUnavailable
+from custom_metrics.registry import json_safe
+from lm_eval_tasks.catalog import UnknownTask, task_target
+from lm_eval_tasks.outputs import write_atomically
+from lm_eval_tasks.rescoring.inputs import DOCUMENT_COLUMNS, read_input, target_of
+from lm_eval_tasks.rescoring.options import Options, ScoreError
+from lm_eval_tasks.rescoring.selection import (family_context, parse_metrics, preflight, reads_document,
+                                               task_selection)
+from lm_eval_tasks.results import Sample, task_from_samples_name, task_of_samples
+
+log = logging.getLogger("rescore")
+
+#: why a judge family is skipped when no judge is configured
+NO_JUDGE = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
+
+
+def judge_summary(ctx: registry.Context, values: dict[str, list]) -> dict[str, Any]:
+    """Per-rating parse failures, scored items and judge mode of the AdaptEval judge, from its
+    per-document values and what it recorded (no second call)."""
+    wanted = ctx.options["judge_metrics"]
+    nan = {m: sum(1 for v in values[m] if math.isnan(v)) for m in wanted}
+    failed = ctx.record.get("judge_failed", {})
+    return {"parse_failures": {m: failed.get(m, {}).get("parse", 0) for m in wanted},
+            "failed": {m: failed.get(m, {}) for m in wanted},
+            "n_scored": {m: len(values[m]) - nan[m] for m in wanted},
+            "judge_mode": ctx.record.get("judge_mode", {}), "usage": ctx.record.get("judge_usage"),
+            "judge": ctx.judge.describe()}
+
+
+#: corpus keys whose interval is not computed: each resample would recompute the metric from
+#: the texts (corpus BLEU / chrF re-tokenise every text: ~0.1 s per 500 short questions, so
+#: minutes per 1000 resamples; MAUVE refits its clustering: hours); numeric items are cheap
+NOT_BOOTSTRAPPED = {
+    "sacrebleu": "corpus BLEU recomputed from the texts per resample: too slow for a default run",
+    "chrf": "corpus chrF recomputed from the texts per resample: too slow for a default run",
+    "mauve": "MAUVE refits its feature clustering per resample: too slow for a default run",
+}
+
+
+def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ctx: registry.Context,
+              n_boot: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """(key -> [low, high] or None, key -> why None): the percentile bootstrap 95% interval of
+    every chosen key, documents resampled (:mod:`custom_metrics.analysis.stats.bootstrap`).
+
+    ``mean`` / ``nanmean`` keys resample the per-document values; a ``corpus`` key
+    recomputes its corpus function (:func:`registry.aggregate`) on the resampled items,
+    unless :data:`NOT_BOOTSTRAPPED` says that is too slow; a ``sum`` key is a count of
+    events in this file, not an estimate, and gets none.
+    """
+    from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
+
+    out: dict[str, Any] = {}
+    why: dict[str, str] = {}
+    for key in keys:
+        agg = fam.key(key).aggregation
+        if agg in ("mean", "nanmean"):
+            out[key] = list(bootstrap_interval(scored[key], agg, n_boot, seed))
+        elif agg == "corpus" and key not in NOT_BOOTSTRAPPED:
+            out[key] = list(bootstrap_interval(
+                scored[key], lambda items, k=key: registry.aggregate(fam, k, items, ctx), n_boot, seed))
+        else:
+            out[key] = None
+            why[key] = NOT_BOOTSTRAPPED.get(key, "a count of events in this file, not an estimate")
+    return out, why
+
+
+def agreement(samples: list[Sample], per_sample: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per score column the input carries (a release's ``rouge1``...): how far it is from ours.
+
+    ``max_abs_diff`` over the rows with a number in both; ``file_scale`` is 100 where the
+    file writes percentages of our fractions (whichever scale agrees better), so a
+    release's rounding shows as a small difference and not as a factor.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for col in (samples[0].given if samples else {}):
+        if col not in per_sample[0]:
+            continue
+        pairs, bad = [], 0
+        for s, row in zip(samples, per_sample):
+            raw, ours = s.given.get(col), row.get(col)
+            if raw in (None, "") or not isinstance(ours, (int, float)) or math.isnan(ours):
+                continue
+            try:
+                pairs.append((float(raw), float(ours), s.doc_id))
+            except (TypeError, ValueError):
+                bad += 1
+        best: dict[str, Any] | None = None
+        for scale in (1, 100):
+            diffs = [(abs(f - scale * o), d) for f, o, d in pairs if not math.isnan(f)]
+            worst = max(diffs, default=(math.nan, None), key=lambda t: t[0])
+            if best is None or worst[0] < best["max_abs_diff"]:
+                best = {"max_abs_diff": worst[0], "worst_doc_id": worst[1], "file_scale": scale}
+        out[col] = {**(best or {}), "n_compared": len(pairs), "n_not_numeric": bad}
+    return out
+
+
+def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options) -> dict:
+    """Score one input with the chosen families (default: its task's); write its two outputs;
+    return the summary."""
+    if args.task:
+        try:
+            task_target(args.task)
+        except UnknownTask as exc:
+            raise ScoreError(f"--task: {exc}") from None
+    named, recorded = task_from_samples_name(path), task_of_samples(path)
+    task = args.task or recorded or named
+    if not args.task and recorded and named and recorded != named:
+        log.warning("%s: the file name says task %s, its samples say %s; scoring as %s", path, named, recorded,
+                    recorded)
+    selection = explicit or task_selection(task)
+    loaded = read_input(path, args, task)
+    samples = loaded.samples
+    if loaded.format != "harness" and loaded.columns.get("document") is None and reads_document(selection):
+        raise ScoreError(f"{path}: {', '.join(reads_document(selection))} read the source document and no "
+                         f"document column was found (looked for {', '.join(DOCUMENT_COLUMNS)}; give "
+                         f"--document-column)")
+    benchmark, domain, why = target_of(task)
+    benchmark = args.benchmark or benchmark or "adapteval"
+    domain = args.domain or domain
+    summary: dict[str, Any] = {"samples_file": str(path), "input_format": loaded.format, "task": task,
+                               "benchmark": benchmark, "domain": domain, "n_samples": len(samples),
+                               "filter": samples[0].filter, "metrics": {}, "skipped": {}, "record": {},
+                               "settings": {}}
+    if loaded.format != "harness":
+        del summary["filter"]
+        summary["columns"] = loaded.columns
+        summary["skipped_rows"] = {"count": len(loaded.skipped_rows), "rows": loaded.skipped_rows}
+    from custom_metrics.judge import JudgeStats
+
+    judge_stats = JudgeStats()  # one tally for the file's judge calls: what failed and why
+    contexts: dict[str, registry.Context] = {}
+    for name, keys in selection.items():
+        fam = registry.get(name)
+        ctx = family_context(name, keys, args, task, benchmark, domain)
+        if "judge" in fam.needs:
+            ctx.options = {**ctx.options, "judge_stats": judge_stats}
+        if "judge" in fam.needs and ctx.judge is None:
+            from custom_metrics.judge import notice_judge_skipped
+
+            notice_judge_skipped(f"{name} metrics (rescore)")
+            summary["skipped"][name] = NO_JUDGE
+            continue
+        summary["record"].update(preflight(fam, ctx, args, why))
+        summary["settings"].update(ctx.settings)
+        contexts[name] = ctx
+
+    batch = registry.Batch(predictions=[s.prediction for s in samples],
+                           references=[s.reference for s in samples],
+                           documents=[s.document for s in samples],
+                           extras=[s.extras for s in samples])
+    per_sample: list[dict] = [{"doc_id": s.doc_id, "id": s.id, "filter": s.filter,
+                               "prediction": s.prediction} for s in samples]
+    if loaded.format != "harness":
+        for row in per_sample:
+            del row["filter"]
+    ci: dict[str, Any] = {}
+    ci_why: dict[str, str] = {}
+    for name, ctx in contexts.items():
+        fam, keys = registry.get(name), selection[name]
+        try:
+            scored = fam.score(batch, ctx)
+        except registry.ScorerUnavailable as exc:
+            raise ScoreError(str(exc)) from None
+        except ModelUnavailable as exc:  # a battery family whose model is missing: skipped, the others run
+            if not fam.optional:
+                raise
+            summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
+            scored = battery.missing_values(fam, len(batch))
+        # the chosen keys, plus per-document lists beyond the family's keys (fm_detail,
+        # which explains the facet score and so goes with it)
+        shown = keys + [k for k in scored if k not in fam.key_names and (k != "fm_detail" or "fm" in keys)]
+        for i, row in enumerate(per_sample):
+            row.update({k: scored[k][i] for k in shown})
+        for key in keys:
+            summary["metrics"][key] = registry.aggregate(fam, key, scored[key], ctx)
+        if args.bootstrap > 0:
+            fam_ci, fam_why = intervals(fam, keys, scored, ctx, args.bootstrap, args.seed)
+            ci.update(fam_ci)
+            ci_why.update(fam_why)
+        record = dict(ctx.record)
+        if name == "judge":
+            summary["judge"] = judge_summary(ctx, scored)
+        elif name == "fm":
+            summary["fm_judge"] = {**record.pop("fm_judge", {}), "judge": ctx.judge.describe()}
+        summary["record"].update(record)
+    summary["bootstrap"] = {"resamples": args.bootstrap, "seed": args.seed, "confidence": 0.95,
+                            "method": "percentile; documents resampled with replacement, the same resamples "
+                                      "for every key"}
+    summary["intervals"] = ci
+    summary["intervals_not_computed"] = ci_why
+    agree = agreement(samples, per_sample)
+    if agree:
+        summary["agreement"] = agree
+    if judge_stats.items:
+        summary["judge_calls"] = {**judge_stats.as_dict(), "summary": judge_stats.summary_line(),
+                                  "any_unscored": bool(judge_stats.n_failed or judge_stats.empty_skipped)}
+
+    # NaN (a metric that does not apply to a document) is written as null: strict JSON
+    scores_path, summary_path = output_paths(path, args.out)
+    # the rows are texts and scores, written as they are (masking could alter a document's text)
+    write_atomically(scores_path, "".join(json.dumps(json_safe(row), ensure_ascii=False) + "\n"
+                                          for row in per_sample))
+    summary["outputs"] = {"scores": str(scores_path), "summary": str(summary_path)}
+    summary = secrets.mask_obj(json_safe(summary))
+    write_atomically(summary_path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    return summary
+
+
+def output_paths(path: Path, out_dir: Path | None) -> tuple[Path, Path]:
+    """``<stem>.scores.jsonl`` and ``<stem>.summary.json`` next to the input (or in ``out_dir``)."""
+    directory = out_dir or path.parent
+    return directory / f"{path.stem}.scores.jsonl", directory / f"{path.stem}.summary.json"
+
+
+def check_outputs(inputs: Sequence[Path], out_dir: Path | None, overwrite: bool) -> None:
+    """Before anything is scored: no two inputs write the same file, and nothing an
+    earlier run wrote (judge scores that were paid for) is replaced unless asked."""
+    planned: dict[Path, Path] = {}
+    for path in inputs:
+        for out in output_paths(path, out_dir):
+            key = out.resolve()
+            if key in planned and planned[key] != path.resolve():
+                raise ScoreError(f"{planned[key]} and {path} would both write {out}; score them into different "
+                                 f"--out folders")
+            planned[key] = path.resolve()
+            if out.is_dir():
+                raise ScoreError(f"{out} is a folder; the scores of {path} are written to a file of that name")
+            if out.exists() and not overwrite:
+                raise ScoreError(f"{out} already exists (an earlier rescore, perhaps with paid judge scores); pass "
+                                 f"--overwrite to replace it, or --out another folder")
+
+
+def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterator[tuple[Path, dict]]:
+    """Score every input with ``metrics`` (a ``--metrics`` list; None: each input's task's
+    families), yielding each input with its summary as it is written.
+
+    Everything that can be checked before scoring is checked first (the metric names, the
+    options, every output path), so a bad request costs no scoring.
+    """
+    explicit = parse_metrics(metrics) if metrics is not None else None
+    if explicit is not None and not explicit:
+        raise ScoreError("--metrics names no metric")
+    if args.bootstrap < 0:
+        raise ScoreError("--bootstrap must be >= 0")
+    check_outputs(paths, args.out, args.overwrite)
+    for path in paths:
+        yield path, score_file(path, explicit, args)
+
+
+__all__ = ["NOT_BOOTSTRAPPED", "NO_JUDGE", "agreement", "check_outputs", "intervals", "judge_summary",
+           "output_paths", "rescore", "score_file"]

@@ -1,0 +1,122 @@
+"""Which metric families a rescore runs, with which keys, settings and options.
+
+``--metrics`` takes any registry family or any single key of one: a key selects its
+family and restricts the output, and the cost, to the chosen keys; without it the
+task's catalogue families are scored, as a harness run of the task scores them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from custom_metrics import judge_metrics, registry
+from lm_eval_tasks import settings
+from lm_eval_tasks.catalog import UnknownTask
+from lm_eval_tasks.rescoring.options import Options, ScoreError
+
+
+def parse_metrics(spec: str) -> dict[str, list[str]]:
+    """``rouge,dvo,coherence`` -> {family: the keys chosen}, in the registry's key order.
+
+    A family name chooses all its keys; a key chooses itself (and so its family). A
+    name that is both a family and one of its keys (``fm``, ``dvo``) is the key: the
+    long-standing meaning of ``--metrics fm`` is the facet score without the vanilla
+    rating's calls.
+    """
+    chosen: dict[str, set[str]] = {}
+    for name in (s.strip() for s in spec.split(",")):
+        if not name:
+            continue
+        try:
+            fam = registry.family_of(name)
+            keys = {name}
+        except KeyError:
+            try:
+                fam = registry.get(name)
+            except KeyError:
+                raise ScoreError(f"unknown metric {name!r}; choose a family ({', '.join(registry.names())}) "
+                                 f"or one of its keys") from None
+            keys = set(fam.key_names)
+        chosen.setdefault(fam.name, set()).update(keys)
+    return {name: [k for k in registry.get(name).key_names if k in keys] for name, keys in chosen.items()}
+
+
+def task_selection(task: str | None) -> dict[str, list[str]]:
+    """The catalogue's metric families of ``task`` (all their keys): what ``--metrics`` defaults to,
+    so a re-scored file reports what a harness run of that task reports."""
+    from lm_eval_tasks.catalog import lookup
+
+    if not task:
+        raise ScoreError("give --metrics, or --task NAME for the task's own metrics")
+    try:
+        spec = lookup(task)
+    except UnknownTask as exc:
+        raise ScoreError(f"--metrics omitted and the task has no catalogue metrics: {exc}") from None
+    return {name: list(registry.get(name).key_names) for name in spec.families}
+
+
+def family_options(name: str, keys: list[str], args: Options, task: str | None,
+                   benchmark: str) -> dict[str, Any]:
+    """``Context.options`` of one family: what the chosen keys and the flags ask of it."""
+    if name == "judge":
+        wanted = [k for k in judge_metrics.JUDGE_METRICS if k in keys] or list(judge_metrics.JUDGE_METRICS)
+        return {"judge_metrics": wanted, "max_document_words": args.max_document_words}
+    if name == "fm":
+        # details always: they carry the scored/failure counts of the summary's fm_judge
+        vanilla = "fm_vanilla" in keys
+        return {"fm_facets": "fm" in keys or not vanilla, "fm_vanilla": vanilla, "keep_details": True}
+    if name == "dvo" and args.vocabulary:
+        return {"vocabulary_file": args.vocabulary}
+    if task and benchmark:  # what the task's own benchmark gives the family (CCSBench's focus prompt)
+        from lm_eval_tasks.benchmarks import family_options as benchmark_options
+        from lm_eval_tasks.catalog import lookup
+
+        try:
+            spec = lookup(task)
+        except UnknownTask:
+            return {}
+        if spec.benchmark == benchmark:
+            return benchmark_options(spec, name, args.metadata)
+    return {}
+
+
+def family_settings(fam: registry.Family, keys: list[str], meta: dict) -> dict[str, Any]:
+    """The family's resolved settings."""
+    return settings.resolve_many(meta, fam.settings)
+
+
+def family_context(name: str, keys: list[str], args: Options, task: str | None, benchmark: str,
+             domain: str | None) -> registry.Context:
+    """The registry context one family scores with: the benchmark and domain, its resolved
+    settings, the judge where it needs one, and its options."""
+    fam = registry.get(name)
+    return registry.Context(
+        benchmark=benchmark, subset=domain or "",
+        settings=family_settings(fam, keys, args.metadata),
+        judge=settings.judge_config(args.metadata) if "judge" in fam.needs else None,
+        options=family_options(name, keys, args, task, benchmark),
+        progress=settings.resolve(args.metadata, "progress"))
+
+
+def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: str | None) -> dict:
+    """Everything that can fail cheaply, before any family scores; returns what ``describe`` says."""
+    if "vocabulary" in fam.needs and not ctx.options.get("vocabulary_file") and not ctx.subset:
+        raise ScoreError(f"metric '{fam.name}': give --vocabulary FILE or --benchmark/--domain ({why})")
+    if fam.name == "judge" and not ctx.subset:
+        raise ScoreError(f"judge metrics: give --domain ({why})")
+    try:
+        if fam.check is not None and settings.resolve(args.metadata, "preflight"):
+            fam.check(ctx)
+        return fam.describe(ctx) if fam.describe is not None else {}
+    except registry.ScorerUnavailable as exc:
+        raise ScoreError(str(exc)) from None
+
+
+def reads_document(selection: dict[str, list[str]]) -> list[str]:
+    """The chosen keys whose scorer reads the source document (the judge's prompts, BLANC)."""
+    return [k for name, keys in selection.items() for k in keys
+            if name == "judge" or k in ("blanc_help", "blanc_tune")]
+
+
+__all__ = ["family_context", "family_options", "family_settings", "parse_metrics", "preflight", "reads_document",
+           "task_selection"]
