@@ -39,10 +39,10 @@ from lm_eval_tasks.analysis.token_shift import (
     iter_samples,
     sample_prompt,
     sample_summary,
-    task_from_samples_name,
     zero_shot_from_last_turn,
 )
 from lm_eval_tasks.commands.token_shift import main
+from lm_eval_tasks.results import task_from_samples_name
 
 INSTRUCTION = "You are an expert at summarization."
 TURN = "Proceed to summarize the following text. TEXT: {document}\nSUMMARY:"

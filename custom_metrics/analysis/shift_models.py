@@ -130,15 +130,6 @@ def encode_summary(tok, summary: str, need_offsets: bool = True) -> tuple[list[i
     return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
 
-def max_positions(model) -> int | None:
-    cfg = getattr(model, "config", None)
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(cfg, name, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
 def fit_length(prompt_ids: list[int], summary_ids: list[int], max_len: int | None
                ) -> tuple[list[int], list[int], int]:
     """Left-truncate the prompt (as the harness does) so prompt + summary fit

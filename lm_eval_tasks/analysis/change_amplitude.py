@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import glob
 import json
 import math
 import subprocess
@@ -40,6 +39,7 @@ from typing import Any
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.data.loader import seeded_sample
+from lm_eval_tasks.results import Sample, read_samples, samples_name, task_from_samples_name
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 
 ATTRIBUTES = ("length", "keywords", "readability", "focus")
@@ -87,7 +87,7 @@ def write_mirror(root: Path, subset: str, test: list[dict], train: list[dict]) -
 
 
 def run_harness(model: str, model_args: str, metadata: dict, lm_eval_args: Sequence[str], data_dir: Path,
-                out: Path, task: str) -> list[dict]:
+                out: Path, task: str) -> list[Sample]:
     """One ``lm_eval`` run of ``task`` on the mirror ``data_dir``; its samples."""
     # the flipped mirror; no bars, since the run's output is captured and shown only on failure
     meta = {**metadata, "data_dir": str(data_dir), "progress": False}
@@ -97,13 +97,13 @@ def run_harness(model: str, model_args: str, metadata: dict, lm_eval_args: Seque
     proc = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True)
     if proc.returncode != 0:
         raise HarnessRunError(f"lm_eval failed ({proc.returncode}) for {data_dir}:\n{proc.stderr[-4000:]}")
-    files = glob.glob(str(out / "**" / f"samples_{task}_*.jsonl"), recursive=True)
+    files = sorted(p for p in out.rglob(samples_name(task, "*")) if task_from_samples_name(p) == task)
     if not files:
         raise HarnessRunError(f"no samples file under {out}")
-    return [json.loads(line) for line in Path(sorted(files)[-1]).read_text().splitlines() if line.strip()]
+    return read_samples(files[-1])
 
 
-def measure(samples: list[dict], original: dict[str, dict], judge=None, spec=None) -> dict[str, float]:
+def measure(samples: list[Sample], original: dict[str, dict], judge=None, spec=None) -> dict[str, float]:
     """Affected metrics of one run, against the original controls (see module doc).
 
     ``spec`` (a CCSBench ``PromptSpec``) supplies the focus judge's instruction, so the
@@ -112,13 +112,8 @@ def measure(samples: list[dict], original: dict[str, dict], judge=None, spec=Non
     from custom_metrics.ccs import fkgl, keyword_success_rate, length_bin
     from custom_metrics.rouge import rouge_scores
 
-    preds, orig = [], []
-    for s in samples:
-        p = s.get("filtered_resps") or s.get("resps") or [""]
-        while isinstance(p, list):
-            p = p[0] if p else ""
-        preds.append(str(p).strip())
-        orig.append(original[s["doc"]["id"]])
+    preds = [s.prediction for s in samples]
+    orig = [original[s.id] for s in samples]
     out = {"length": sum(length_bin(p) for p in preds) / len(preds),
            "keywords": keyword_success_rate(preds, [json.loads(o["keywords"]) for o in orig]),
            "readability": sum(fkgl(p) for p in preds) / len(preds),
@@ -163,8 +158,6 @@ def heatmap(matrix: dict, path: Path) -> bool:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
-
-
 
 
 def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str, attributes: Sequence[str],

@@ -413,3 +413,18 @@ def run_domain_stats(targets: list[tuple[str, str]], out: Path, *, benchmark: st
     meta["seconds_total"] = time.perf_counter() - t_all
     written = write_outputs(out, rows, overlaps, meta, plots=plots and not synthetic, notes=notes)
     return {"rows": rows, "notes": notes, "written": written, "meta": meta}
+
+
+def print_account(done: dict, synthetic_length: str = "news") -> None:
+    """What ``domsum domain-stats`` shows of a :func:`run_domain_stats` result: Table 5 on
+    stdout; notes and the files written on stderr; a synthetic run's throughput."""
+    rows, meta = done["rows"], done["meta"]
+    print(table_markdown(rows, meta["profile"], meta["splits"], meta["tokenizer"]))
+    for note in done["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    if meta["benchmark"] == "synthetic":
+        r = rows[0]
+        print(f"synthetic: {r['n_pairs']:,} {synthetic_length}-length pairs measured "
+              f"(tokenize + all measures + vocabulary) in {r['seconds']:.1f} s with "
+              f"{meta['workers']} worker(s): {r['n_pairs'] / r['seconds']:,.0f} pairs/s")
+    print("wrote " + ", ".join(str(p) for p in done["written"]), file=sys.stderr)

@@ -56,8 +56,8 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -77,7 +77,6 @@ from custom_metrics.analysis.shift_models import (
     fit_length,
     load_model,
     load_tokenizer,
-    max_positions,
     resolve_dtype,
 )
 from custom_metrics.token_shift import (
@@ -87,7 +86,9 @@ from custom_metrics.token_shift import (
     position_shift,
     summarize_shift,
 )
+from custom_metrics.hf_models import context_length
 from lm_eval_tasks.data.loader import json_lines
+from lm_eval_tasks.results import first_text, task_from_samples_name
 
 DEFAULT_TURN_MARKER = "Proceed to summarize the following text."
 SUMMARY_SOURCES = ("generated", "filtered", "reference")
@@ -97,11 +98,11 @@ CSV_COLUMNS = (
     "positions_vocab", "kl_vocab", "shift_rate_vocab", "marginal_rate_vocab",
     "unshifted_rate_vocab",
 )
-_SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
-__all__ = ["CSV_COLUMNS", "DEFAULT_TURN_MARKER", "SUMMARY_SOURCES", "ModelSpec", "SamplesError", "ShiftConfig",
+__all__ = ["CSV_COLUMNS", "DEFAULT_TURN_MARKER", "SUMMARY_SOURCES", "FlagError", "ModelSpec", "SamplesError",
+           "ShiftConfig", "config_from_flags", "flag_vocabulary", "run_shift",
            "TokenizerMismatchError", "compute_shift", "format_summary", "index_prompts", "iter_samples",
-           "sample_prompt", "sample_summary", "task_from_samples_name", "task_vocabulary",
+           "sample_prompt", "sample_summary", "task_vocabulary",
            "write_result", "zero_shot_from_last_turn"]
 
 
@@ -109,18 +110,11 @@ class SamplesError(SuiteError, ValueError):
     """A samples file that is not what lm-eval's ``--log_samples`` writes."""
 
 
+class FlagError(SuiteError, ValueError):
+    """Flags that do not describe one comparison; ``domsum token-shift`` shows it as a usage error."""
+
+
 # --------------------------------------------------------------------------- samples
-
-
-def _first_str(value: Any, what: str, where: str) -> str:
-    """Descend nested lists (``resps`` is ``[[text]]``, ``filtered_resps`` ``[text]``)."""
-    while isinstance(value, list):
-        if not value:
-            raise SamplesError(f"{where}: {what} is empty")
-        value = value[0]
-    if not isinstance(value, str):
-        raise SamplesError(f"{where}: {what} is not a string ({type(value).__name__})")
-    return value
 
 
 def sample_prompt(sample: dict, where: str = "sample") -> str:
@@ -137,9 +131,9 @@ def sample_prompt(sample: dict, where: str = "sample") -> str:
         first = args.get("gen_args_0")
         if not isinstance(first, dict) or "arg_0" not in first:
             raise SamplesError(f"{where}: arguments has no gen_args_0.arg_0 (keys: {sorted(args)})")
-        return _first_str(first["arg_0"], "arguments.gen_args_0.arg_0", where)
+        return first_text(first["arg_0"])
     if isinstance(args, list) and args and isinstance(args[0], list) and args[0]:
-        return _first_str(args[0][0], "arguments[0][0]", where)
+        return first_text(args[0][0])
     raise SamplesError(f"{where}: no prompt (field 'arguments' missing or malformed)")
 
 
@@ -150,11 +144,11 @@ def sample_summary(sample: dict, source: str = "generated", where: str = "sample
     if source == "generated":
         if "resps" not in sample:
             raise SamplesError(f"{where}: no 'resps' field")
-        return _first_str(sample["resps"], "resps", where)
+        return first_text(sample["resps"])
     if source == "filtered":
         if "filtered_resps" not in sample:
             raise SamplesError(f"{where}: no 'filtered_resps' field")
-        return _first_str(sample["filtered_resps"], "filtered_resps", where)
+        return first_text(sample["filtered_resps"])
     if source == "reference":
         doc = sample.get("doc") or {}
         if isinstance(doc, dict) and isinstance(doc.get("summary"), str):
@@ -197,12 +191,6 @@ def index_prompts(path: str | Path, filter_name: str | None = None) -> dict[str,
     return out
 
 
-def task_from_samples_name(path: str | Path) -> str | None:
-    """``samples_adapteval_pubmed_2shot_2025-01-01T10-00-00.123.jsonl`` -> the task."""
-    m = _SAMPLES_NAME.match(Path(path).name)
-    return m.group("task") if m else None
-
-
 def zero_shot_from_last_turn(prompt: str, marker: str = DEFAULT_TURN_MARKER) -> str:
     """Drop the demonstrations of a few-shot prompt: the text before the first
     ``marker`` (instruction, chat header) + the text from the last ``marker`` on
@@ -235,6 +223,40 @@ class ShiftConfig:
     max_length: int | None = None
     add_bos: bool | None = None
     trust_remote_code: bool = False
+
+
+def config_from_flags(f: dict[str, Any]) -> ShiftConfig:
+    """The comparison that ``domsum token-shift``'s flags (``f``: their parsed values by
+    destination) describe; :class:`FlagError` says which flags do not fit together."""
+    if f["mode"] == "model":
+        if f["model"] or f["peft"]:
+            raise FlagError("--model/--peft are for --mode prompt; use --base/--adapted here")
+        if not f["base"]:
+            raise FlagError("--mode model needs --base (and --adapted and/or --adapted-peft)")
+        base = ModelSpec(f["base"], f["base_peft"], f["base_tokenizer"])
+        adapted = ModelSpec(f["adapted"] or f["base"], f["adapted_peft"], f["adapted_tokenizer"])
+        if adapted == base:
+            logging.getLogger("token_shift").warning("base and adapted are the same model: every shift will be 0")
+        if f["base_samples"] or f["rebuild_zero_shot"]:
+            raise FlagError("--base-samples/--rebuild-zero-shot belong to --mode prompt")
+    else:
+        if f["adapted"] or f["adapted_peft"] or f["base_peft"]:
+            raise FlagError("--mode prompt compares two prompts on one model: use --model (and --peft)")
+        path = f["model"] or f["base"]
+        if not path:
+            raise FlagError("--mode prompt needs --model")
+        if bool(f["base_samples"]) == bool(f["rebuild_zero_shot"]):
+            raise FlagError("--mode prompt needs exactly one of --base-samples FILE and --rebuild-zero-shot")
+        base = ModelSpec(path, f["peft"], f["base_tokenizer"])
+        adapted = None
+    if f["limit"] is not None and f["limit"] < 0:
+        raise FlagError("--limit must be >= 0")
+    return ShiftConfig(
+        samples=f["samples"], mode=f["mode"], base=base, adapted=adapted, base_samples=f["base_samples"],
+        rebuild_zero_shot=f["rebuild_zero_shot"], turn_marker=f["turn_marker"], summary=f["summary"],
+        filter=f["filter"], limit=f["limit"], dtype=f["dtype"], device=f["device"], max_length=f["max_length"],
+        add_bos={"auto": None, "true": True, "false": False}[f["add_bos_token"]],
+        trust_remote_code=f["trust_remote_code"])
 
 
 def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
@@ -277,8 +299,8 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
         base_run = Runner(load_model(base_spec, dtype, device, cfg.trust_remote_code))
         adapted_run = Runner(load_model(adapted_spec, dtype, device, cfg.trust_remote_code))
     load_s = time.perf_counter() - t_load
-    limits = [x for x in (cfg.max_length, max_positions(base_run.model),
-                          max_positions(adapted_run.model)) if x]
+    limits = [x for x in (cfg.max_length, *(context_length(getattr(r.model, "config", None))
+                                              for r in (base_run, adapted_run))) if x]
     max_len = min(limits) if limits else None
     n_tokens = len(tok)
 
@@ -385,6 +407,33 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     spec = lookup(task)
     path = vocabulary_path(spec.benchmark, spec.subset, resolve({"vocab_dir": vocab_dir}, "vocab_dir"))
     return load_vocabulary(path), str(path)
+
+
+def flag_vocabulary(samples: str, vocabulary: str | None, task: str | None, vocab_dir: str | None,
+                    no_vocab: bool = False) -> tuple[list[str] | None, str | None]:
+    """The vocabulary (and its file) the flags name: none with ``no_vocab``, else
+    ``vocabulary``, else :func:`task_vocabulary`; :class:`FlagError` when no task can be told."""
+    from custom_metrics.dvo import load_vocabulary
+
+    if no_vocab:
+        return None, None
+    if vocabulary:
+        return load_vocabulary(vocabulary), vocabulary
+    found = task_vocabulary(samples, task, vocab_dir)
+    if found is None:
+        raise FlagError("cannot tell the task from the samples file name: "
+                        "pass --vocabulary FILE, --task NAME or --no-vocab")
+    return found
+
+
+def run_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None, csv_path: str | None = None,
+              out: str | None = None, progress: bool | None = None) -> str:
+    """:func:`compute_shift`, its JSON written to ``out``, and the console text to print."""
+    result = compute_shift(cfg, vocabulary, csv_path, progress=progress)
+    if out:
+        write_result(result, out)
+    written = f"\nwritten: {out}" + (f", {csv_path}" if csv_path else "") if out else ""
+    return format_summary(result) + written
 
 
 def write_result(result: dict[str, Any], path: str | Path) -> None:

@@ -1,29 +1,13 @@
 """The ``domsum`` subcommands, one module each, every one with ``main(argv) -> int``.
 
-Why a package of the library and not loose scripts: the commands need the task
-catalogue and the settings resolver, and an installed wheel must run them from any
-directory (``domsum <command>``, see :mod:`lm_eval_tasks.cli`). Nothing here imports
-``lm_eval``; commands that run the harness start it as a process
-(:data:`lm_eval_tasks.runtime.HARNESS_CLI`: the harness's own CLI indexing only the
-suite's tasks, see ``domsum run``).
-
-:data:`COMMANDS` is the table of subcommands (``domsum`` dispatches from it and the CLI
-reference in ``docs/cli.md`` is generated from it). The helpers below are what several
-commands share, and nothing but commands uses: the flag conventions and ``--metadata``
-parsing. Logic the library needs lives in the library (the task-name lookup in
-:func:`lm_eval_tasks.catalog.task_target`, atomic writes in :mod:`lm_eval_tasks.outputs`,
-the harness command line and child environment in :mod:`lm_eval_tasks.runtime`).
-
-Flags mean the same in every command (``tests/test_cli_flags.py`` checks all of them):
-long flags are hyphenated, with underscore spellings only as aliases; where a command
-writes is ``--out``; subsets are ``--subsets`` (comma-separated); the data mirror is
-``--data-dir``; a vocabulary file is ``--vocabulary``; and a command that draws
-progress bars (always on stderr, since stdout carries tables and JSON) turns them off
-with ``--no-progress`` (``DOMSUM_PROGRESS=0`` turns off every bar). Older spellings
-stay accepted as aliases, listed in :data:`FLAG_ALIASES`::
-
-    domsum rescore samples_adapteval_pubmed_<date>.jsonl --out out/rescored --no-progress
-    domsum build-vocab --benchmark adapteval --subsets arxiv,pubmed --data-dir ~/domsum_data
+A command parses flags, resolves settings, calls one library function and maps its
+errors to a message and an exit status; nothing here imports ``lm_eval`` (the harness
+runs as a process, :data:`lm_eval_tasks.runtime.HARNESS_CLI`). :data:`COMMANDS` is the
+table ``domsum`` dispatches from and ``docs/cli.md`` is generated from; the helpers below
+are the flag conventions all commands share (``tests/test_cli_flags.py`` checks them):
+hyphenated long flags, ``--out``, ``--subsets``, ``--data-dir``, ``--vocabulary``,
+``--no-progress``, with older spellings as aliases (:data:`FLAG_ALIASES`), and
+``--metadata`` parsing.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """``domsum build-vocab``: the domain vocabulary (for DVO) of a task's training documents.
 
-AdaptEval's Domain Vocabulary Overlap compares a generated summary with the 10,000 most
-frequent words of the domain's training documents (see :mod:`custom_metrics.dvo` for
-the exact definition). This command streams the train split once -- from the local
-mirror (``--data-dir`` or ``$DOMSUM_DATA_DIR``) or else from the hub -- with a progress
-bar on stderr (``--no-progress`` or ``DOMSUM_PROGRESS=0``: none), and writes
-``VOCAB_DIR/<benchmark>/<subset>.tsv``, where the tasks look for it.
-
-    domsum build-vocab --task adapteval_pubmed --data-dir ~/domsum_data
-    domsum build-vocab --benchmark adapteval --subsets arxiv
-    domsum build-vocab --all --data-dir ~/domsum_data --vocab-dir ~/vocab
-
-``VOCAB_DIR``: ``--vocab-dir``, else ``$DOMSUM_VOCAB_DIR``, else ``~/.cache/domsum/vocab``
-(give tasks the same directory with ``--metadata '{"vocab_dir": "DIR"}'`` or the
-environment variable). Counting runs at several million words per second on one core
-(``scripts/bench_vocab.py``). A task name means what the catalogue says
-(:func:`lm_eval_tasks.catalog.lookup`): ``adapteval_pubmed_2shot`` and
-``adapteval_pubmed_judged`` share ``adapteval_pubmed``'s vocabulary.
+Flags -> :func:`lm_eval_tasks.data.vocab.targets` (which domains) ->
+:func:`lm_eval_tasks.data.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
+where the tasks look for it; see ``docs/benchmarks/adapteval.md`` and ``docs/settings.md``.
 """
 
 from __future__ import annotations
@@ -26,9 +12,8 @@ import sys
 
 from custom_metrics.dvo import DEFAULT_VOCAB_SIZE
 from lm_eval_tasks import catalog
-from lm_eval_tasks.catalog import task_target
 from lm_eval_tasks.data.loader import DataError
-from lm_eval_tasks.data.vocab import build_one
+from lm_eval_tasks.data.vocab import TargetError, build_all, targets
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,51 +45,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _targets(args: argparse.Namespace, p: argparse.ArgumentParser) -> list[tuple[str, str]]:
-    targets: list[tuple[str, str]] = []
-    for task in args.task:
-        try:
-            targets.append(task_target(task))
-        except catalog.UnknownTask as exc:
-            p.error(str(exc))
-    if args.all:
-        bench = args.benchmark or "adapteval"
-        targets += [(bench, d) for d in catalog.subsets(bench)]
-    subsets = [s.strip() for item in args.subsets for s in item.split(",") if s.strip()]
-    if subsets:
-        if not args.benchmark:
-            p.error("--subsets needs --benchmark")
-        known = catalog.subsets(args.benchmark)
-        bad = [s for s in subsets if s not in known]
-        if bad:
-            p.error(f"{args.benchmark} has no subset {', '.join(bad)}; the catalogue lists {', '.join(known)}")
-        targets += [(args.benchmark, s) for s in subsets]
-    elif args.benchmark and not args.all:
-        p.error("--benchmark needs --subsets (or --all)")
-    if not targets:
-        p.error("say which domain: --task NAME, --benchmark B --subsets S, or --all")
-    if args.out and len(targets) != 1:
-        p.error("--out works with exactly one domain")
-    if args.size <= 0:
-        p.error("--size must be positive")
-    return list(dict.fromkeys(targets))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
-    targets = _targets(args, p)
-    for benchmark, subset in targets:
-        try:
-            info = build_one(benchmark, subset, data_dir=args.data_dir, split=args.split,
-                             field=args.field, size=args.size, vocab_dir=args.vocab_dir,
-                             out=args.out, limit=args.limit, progress=False if args.no_progress else None)
-        except DataError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        rate = info["words_per_second"]
-        print(f"{benchmark}/{subset}: {info['size']} words from {info['documents']} documents "
-              f"({info['words']:,} words, {info['seconds']:.1f} s"
-              + (f", {rate / 1e6:.2f} M words/s" if rate else "") + f") -> {info['path']}")
+    try:
+        pairs = targets(args.task, args.benchmark, args.subsets, args.all, one_file=bool(args.out), size=args.size)
+    except TargetError as exc:
+        p.error(str(exc))
+    try:
+        for line in build_all(pairs, data_dir=args.data_dir, split=args.split, field=args.field, size=args.size,
+                              vocab_dir=args.vocab_dir, out=args.out, limit=args.limit,
+                              progress=False if args.no_progress else None):
+            print(line)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
-

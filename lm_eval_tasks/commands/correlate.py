@@ -1,12 +1,9 @@
 """Correlation of domain measures with model performance (DomainSum Table 4).
 
-``domsum correlate``: the tables live in :mod:`lm_eval_tasks.report.domain_correlation`
-and the coefficients in :mod:`custom_metrics.analysis.stats.correlation`; this command
-parses the flags, makes one call and prints the Markdown (problems as warnings on
-stderr; an unusable statistics file as one line, exit 1).
+``domsum correlate``: flags -> :func:`lm_eval_tasks.report.domain_correlation.write_correlations`;
+prints its Markdown (problems as warnings on stderr; an unusable statistics file: one line, exit 1).
 
-    domsum correlate out/zero out/two=2shot --stats out/stats/domain_stats.json \\
-        --out out/correlate
+    domsum correlate out/zero out/two=2shot --stats out/stats/domain_stats.json --out out/correlate
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """``domsum cross-domain``: cross-domain evaluation matrices (DomainSum Figure 5, Table 6).
 
-Reads ``ROOT/<source>/<model>/results_*.json`` (``<model>`` fine-tuned on domain
-``<source>``, or ``base``) and writes, into ``--out``, every source x target matrix
-with its difference to in-domain fine-tuning: ``cross_domain.md``, ``cross_domain.csv``,
-one ``cross_<benchmark>_<metric>_<model>.md`` each and their heat maps. The tables are
-built by :mod:`lm_eval_tasks.report.cross_domain`, which the report uses too.
+Flags -> :func:`lm_eval_tasks.report.cross_domain.write_cross_domain` (the one
+implementation, which the report uses too); it says what is read and written.
 
     domsum cross-domain out/xdomain-genre --out out/cross_report
-    domsum cross-domain out/xdomain --subsets cnndm,cnn --group-by none
 """
 
 from __future__ import annotations

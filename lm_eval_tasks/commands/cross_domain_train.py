@@ -2,16 +2,10 @@
 
 Flags -> :class:`lm_eval_tasks.analysis.cross_domain_train.TrainPlan` ->
 :func:`lm_eval_tasks.analysis.cross_domain_train.run_cross_domain_train`, which
-describes the loop, its restarts and the output layout (what ``domsum cross-domain``
-reads).
-
-Usage::
+describes the loop, its restarts and the output layout (what ``domsum cross-domain`` reads).
 
     domsum cross-domain-train --benchmark domainsum --level genre \\
-        --base meta-llama/Llama-2-7b-hf --method lora --preset domainsum \\
-        --out out/xdomain-genre --data-dir data/ [--include-base] [--limit 100] \\
-        [--finetune-args "--bf16 --gradient-checkpointing"] \\
-        [--launcher "accelerate launch --config_file finetune/configs/accelerate_ddp.yaml"]
+        --base meta-llama/Llama-2-7b-hf --method lora --out out/xdomain-genre --data-dir data/
 """
 
 from __future__ import annotations

@@ -28,14 +28,13 @@ last run's ``report.html`` and ``report.md``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
-import time
 from pathlib import Path
 
 from lm_eval_tasks import catalog, sample_data_dir
-from lm_eval_tasks.demo import DEFAULT_TASKS, RECIPE, DemoError, run_demo
+from lm_eval_tasks.demo import DEFAULT_TASKS, DemoError, demo
+from lm_eval_tasks.report.write import ReportOutputError
+from lm_eval_tasks.results import ResultsError
 
 DEFAULT_OUT = Path("domsum_demo")
 
@@ -73,40 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = (args.data_dir or sample_data_dir()).resolve()
     if not data_dir.is_dir():
         ap.error(f"no data mirror at {data_dir}: pass --data-dir DIR (see `domsum prepare-data --help`)")
-    out: Path = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"demo: output folder {out}", flush=True)
     try:
-        run = run_demo(tasks, data_dir, out, limit=args.limit, batch_size=args.batch_size,
-                       max_gen_toks=args.max_gen_toks, train_steps=args.train_steps, seed=args.seed,
-                       progress=not args.no_progress)
+        return demo(tasks, data_dir, args.out.resolve(), limit=args.limit, batch_size=args.batch_size,
+                    max_gen_toks=args.max_gen_toks, train_steps=args.train_steps, seed=args.seed,
+                    progress=not args.no_progress)
     except DemoError as exc:
         print(exc, file=sys.stderr)
         return 1
-    if run.returncode != 0:
-        return run.returncode
-    started = time.perf_counter()
-
-    from lm_eval_tasks.commands import report
-
-    report_dir = out / "report"
-    with contextlib.redirect_stdout(io.StringIO()):  # it prints report.md, which is printed below
-        # the newest run's report: derived from runs/<time>/, which every earlier run keeps
-        rc = report.main([str(run.runs), "--out", str(report_dir), "--overwrite",
-                          *(["--no-progress"] if args.no_progress else [])])
-    if rc:
-        return rc
-    print()
-    print((report_dir / "report.md").read_text(encoding="utf-8").rstrip())
-    print()
-    print(f"The model is a {RECIPE['n_layer']}-layer GPT-2 "
-          + (f"trained for seconds on {run.pairs} documents" if run.log.get("steps") else "with random weights")
-          + ": its scores are real but low, and show that the pipeline runs end to end, "
-          "not how well anything summarizes.")
-    print(f"demo: model {run.model_seconds:.1f} s, lm_eval {run.lm_eval_seconds:.1f} s, "
-          f"report {time.perf_counter() - started:.1f} s")
-    for results in sorted(run.runs.rglob("results_*.json")):
-        print(f"demo: results {results} (per-document samples beside it)")
-    print(f"demo: lm_eval's console output {run.console}")
-    print(f"demo: report {report_dir / 'report.html'}")
-    return 0
+    except (ReportOutputError, ResultsError) as exc:
+        print(f"report: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,17 +1,9 @@
 """``domsum domain-stats``: corpus statistics per domain (DomainSum Table 5, Figures 3 and 4).
 
 Flags -> :func:`lm_eval_tasks.analysis.domain_stats.run_domain_stats`, which describes
-the outputs (``domain_stats.csv/.json/.md``, radar charts, vocabulary overlap maps),
-the groups and the data sources.
-
-Examples::
+the outputs, the groups and the data sources; see ``docs/benchmarks/domainsum.md``.
 
     domsum domain-stats --level genre --data-dir lm_eval_tasks/sample_data --out out/stats
-    domsum domain-stats --subsets cnndm,pubmed --splits train,test --max-docs 1000
-    domsum domain-stats --subsets cnndm,cnn,soccer --group-by level
-    domsum domain-stats --benchmark adapteval --profile newsroom
-    domsum domain-stats --level genre --profile newsroom --tokenizer nltk
-    domsum domain-stats --synthetic 287113 --workers 2 --out out/synthetic
 """
 
 from __future__ import annotations
@@ -28,9 +20,9 @@ from lm_eval_tasks.analysis.domain_stats import (
     GROUP_BY,
     LEVELS,
     SelectionError,
+    print_account,
     run_domain_stats,
     select,
-    table_markdown,
 )
 from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.settings import resolve
@@ -113,14 +105,5 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    rows, meta = done["rows"], done["meta"]
-    print(table_markdown(rows, args.profile, meta["splits"], meta["tokenizer"]))
-    for note in done["notes"]:
-        print(f"note: {note}", file=sys.stderr)
-    if args.synthetic:
-        r = rows[0]
-        print(f"synthetic: {r['n_pairs']:,} {args.synthetic_length}-length pairs measured "
-              f"(tokenize + all measures + vocabulary) in {r['seconds']:.1f} s with "
-              f"{args.workers} worker(s): {r['n_pairs'] / r['seconds']:,.0f} pairs/s")
-    print("wrote " + ", ".join(str(p) for p in done["written"]), file=sys.stderr)
+    print_account(done, args.synthetic_length)
     return 0

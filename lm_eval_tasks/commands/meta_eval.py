@@ -1,11 +1,8 @@
 """``domsum meta-eval``: correlate summary metrics with human judgments.
 
-The meta-evaluation lives in :mod:`custom_metrics.analysis.meta_eval` (no catalogue needed;
-its statistics in :mod:`custom_metrics.analysis.stats`);
-this command parses the flags and resolves the settings the computed metrics use
-(judge, BERTScore encoder, perplexity and BLANC models) through
-:mod:`lm_eval_tasks.settings`, so ``--metadata`` and the ``DOMSUM_*`` variables mean
-here what they mean in a harness run.
+Flags -> :func:`custom_metrics.analysis.meta_eval.run`, with the settings of the computed
+metrics (judge, encoders, models) resolved by :mod:`lm_eval_tasks.settings`, so
+``--metadata`` and the ``DOMSUM_*`` variables mean what they mean in a harness run.
 
     domsum meta-eval data/pubmed.json --out out/meta --compute rouge,bertscore
 """

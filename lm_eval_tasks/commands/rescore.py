@@ -19,7 +19,7 @@ from pathlib import Path
 
 from custom_metrics import registry
 from lm_eval_tasks.commands import parse_metadata, with_flags
-from lm_eval_tasks.rescoring import Options, ScoreError, rescore
+from lm_eval_tasks.rescoring import Options, ScoreError, rescore, summary_text
 from lm_eval_tasks.results import ResultsError
 from lm_eval_tasks.settings import SettingError
 
@@ -96,25 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed, out=Path(args.out) if args.out else None, overwrite=args.overwrite)
     try:
         for path, summary in rescore(args.samples, args.metrics, options):
-            _print_summary(path, summary)
+            print(summary_text(path, summary))
     except (ScoreError, ResultsError, JudgeError, SettingError) as exc:
         print(f"rescore: error: {exc}", file=sys.stderr)
         return 2
     return 0
 
-
-def _print_summary(path: Path, summary: dict) -> None:
-    shown = {k: v for k, v in summary["metrics"].items() if isinstance(v, (int, float))}
-    rows = summary.get("skipped_rows", {}).get("count")
-    print(f"{path.name}: {summary['n_samples']} samples"
-          + (f" ({rows} rows with an empty prediction or reference skipped)" if rows else "") + "; "
-          + ", ".join(f"{k}={v:.4f}" for k, v in shown.items())
-          + (f"; skipped: {', '.join(summary['skipped'])}" if summary["skipped"] else ""))
-    if summary.get("agreement"):
-        print("  the file's own scores vs ours, max |diff|: " + ", ".join(
-            f"{k}={a['max_abs_diff']:.2g}" if a["max_abs_diff"] is not None else f"{k}=n/a"
-            for k, a in summary["agreement"].items()))
-    calls = summary.get("judge_calls")
-    if calls and calls["any_unscored"]:
-        print(f"  judge: {calls['summary']}")
-    print(f"  -> {summary['outputs']['scores']}\n  -> {summary['outputs']['summary']}")

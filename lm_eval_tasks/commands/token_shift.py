@@ -1,14 +1,10 @@
 """``domsum token-shift``: token distribution shift (KL, shift rate) between two settings.
 
-Flags -> :class:`lm_eval_tasks.analysis.token_shift.ShiftConfig` ->
-:func:`lm_eval_tasks.analysis.token_shift.compute_shift`; the method, the two modes and
-the statistics are described there (and in ``domsum token-shift --help``).
-
-    domsum token-shift --samples out/.../samples_adapteval_pubmed_<date>.jsonl \\
-        --base meta-llama/Llama-2-7b-hf --adapted-peft out/lora_pubmed \\
-        --dtype bfloat16 --out shift.json --csv shift.csv
-    domsum token-shift --mode prompt --model meta-llama/Llama-2-7b-chat-hf \\
-        --samples samples_adapteval_pubmed_2shot_<date>.jsonl --rebuild-zero-shot
+Flags -> :func:`lm_eval_tasks.analysis.token_shift.config_from_flags` and
+:func:`~lm_eval_tasks.analysis.token_shift.flag_vocabulary` ->
+:func:`~lm_eval_tasks.analysis.token_shift.run_shift`; the method, the two modes and the
+statistics are described there (its docstring is this command's ``--help``; see
+``docs/cli.md``).
 """
 
 from __future__ import annotations
@@ -21,15 +17,11 @@ from lm_eval_tasks.analysis import token_shift as runner
 from lm_eval_tasks.analysis.token_shift import (
     DEFAULT_TURN_MARKER,
     SUMMARY_SOURCES,
-    ModelSpec,
-    ShiftConfig,
-    compute_shift,
-    format_summary,
-    task_vocabulary,
-    write_result,
+    FlagError,
+    config_from_flags,
+    flag_vocabulary,
+    run_shift,
 )
-
-log = logging.getLogger("token_shift")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,72 +69,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def config_from_args(args: argparse.Namespace, p: argparse.ArgumentParser) -> ShiftConfig:
-    if args.mode == "model":
-        if args.model or args.peft:
-            p.error("--model/--peft are for --mode prompt; use --base/--adapted here")
-        if not args.base:
-            p.error("--mode model needs --base (and --adapted and/or --adapted-peft)")
-        base = ModelSpec(args.base, args.base_peft, args.base_tokenizer)
-        adapted = ModelSpec(args.adapted or args.base, args.adapted_peft, args.adapted_tokenizer)
-        if adapted == base:
-            log.warning("base and adapted are the same model: every shift will be 0")
-        if args.base_samples or args.rebuild_zero_shot:
-            p.error("--base-samples/--rebuild-zero-shot belong to --mode prompt")
-    else:
-        if args.adapted or args.adapted_peft or args.base_peft:
-            p.error("--mode prompt compares two prompts on one model: use --model (and --peft)")
-        path = args.model or args.base
-        if not path:
-            p.error("--mode prompt needs --model")
-        if bool(args.base_samples) == bool(args.rebuild_zero_shot):
-            p.error("--mode prompt needs exactly one of --base-samples FILE and --rebuild-zero-shot")
-        base = ModelSpec(path, args.peft, args.base_tokenizer)
-        adapted = None
-    if args.limit is not None and args.limit < 0:
-        p.error("--limit must be >= 0")
-    return ShiftConfig(
-        samples=args.samples, mode=args.mode, base=base, adapted=adapted,
-        base_samples=args.base_samples, rebuild_zero_shot=args.rebuild_zero_shot,
-        turn_marker=args.turn_marker, summary=args.summary, filter=args.filter,
-        limit=args.limit, dtype=args.dtype, device=args.device, max_length=args.max_length,
-        add_bos={"auto": None, "true": True, "false": False}[args.add_bos_token],
-        trust_remote_code=args.trust_remote_code,
-    )
-
-
-def _vocabulary(args: argparse.Namespace, p: argparse.ArgumentParser) -> tuple[list[str] | None, str | None]:
-    from custom_metrics.dvo import VocabularyError, load_vocabulary
+def main(argv: list[str] | None = None) -> int:
+    from custom_metrics.dvo import VocabularyError
     from lm_eval_tasks.catalog import UnknownTask
 
-    if args.no_vocab:
-        return None, None
-    try:
-        if args.vocabulary:
-            return load_vocabulary(args.vocabulary), args.vocabulary
-        found = task_vocabulary(args.samples, args.task, args.vocab_dir)
-    except (VocabularyError, UnknownTask) as exc:
-        p.exit(2, f"error: {exc}\n")
-    if found is None:
-        p.error("cannot tell the task from the samples file name: "
-                "pass --vocabulary FILE, --task NAME or --no-vocab")
-    return found
-
-
-def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     p = _parser()
     args = p.parse_args(argv)
-    cfg = config_from_args(args, p)
-    vocabulary, cfg.vocab = _vocabulary(args, p)
     try:
-        result = compute_shift(cfg, vocabulary, args.csv, progress=False if args.no_progress else None)
+        cfg = config_from_flags(vars(args))
+        vocabulary, cfg.vocab = flag_vocabulary(args.samples, args.vocabulary, args.task, args.vocab_dir,
+                                                args.no_vocab)
+    except FlagError as exc:
+        p.error(str(exc))
+    except (VocabularyError, UnknownTask) as exc:
+        p.exit(2, f"error: {exc}\n")
+    try:
+        text = run_shift(cfg, vocabulary, args.csv, args.out, progress=False if args.no_progress else None)
     except ValueError as exc:  # SamplesError, TokenizerMismatchError, bad settings
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.out:
-        write_result(result, args.out)
-    print(format_summary(result))
-    if args.out:
-        print(f"written: {args.out}" + (f", {args.csv}" if args.csv else ""))
+    print(text)
     return 0

@@ -4,19 +4,71 @@ Why here and not in :mod:`custom_metrics.dvo`: the metric library counts words a
 reads and writes vocabulary files (:class:`custom_metrics.dvo.VocabularyBuilder`,
 :func:`custom_metrics.dvo.write_vocabulary`) without knowing where the suite's data
 lives; streaming a benchmark's split (mirror or hub, through the one loader) is the
-suite's side. ``domsum build-vocab`` calls :func:`build_one` per domain.
+suite's side. ``domsum build-vocab`` names the domains with :func:`targets` and builds them
+with :func:`build_all`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
+from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir
 from lm_eval_tasks.settings import resolve
+
+
+class TargetError(SuiteError, ValueError):
+    """Flags that name no domain, an unknown one, or more than one for one output file."""
+
+
+def targets(tasks: Sequence[str], benchmark: str | None, subsets: Sequence[str], every: bool, *,
+            one_file: bool = False, size: int = DEFAULT_VOCAB_SIZE) -> list[tuple[str, str]]:
+    """The (benchmark, subset) pairs that ``--task``, ``--benchmark``/``--subsets`` (items
+    may be comma lists) and ``--all`` name, each once, in order; :class:`TargetError` says
+    what is missing or wrong (``one_file``: an explicit output file, for one domain only)."""
+    found: list[tuple[str, str]] = []
+    for task in tasks:
+        try:
+            found.append(catalog.task_target(task))
+        except catalog.UnknownTask as exc:
+            raise TargetError(str(exc)) from None
+    if every:
+        bench = benchmark or "adapteval"
+        found += [(bench, d) for d in catalog.subsets(bench)]
+    names = [s.strip() for item in subsets for s in item.split(",") if s.strip()]
+    if names:
+        if not benchmark:
+            raise TargetError("--subsets needs --benchmark")
+        known = catalog.subsets(benchmark)
+        bad = [s for s in names if s not in known]
+        if bad:
+            raise TargetError(f"{benchmark} has no subset {', '.join(bad)}; the catalogue lists {', '.join(known)}")
+        found += [(benchmark, s) for s in names]
+    elif benchmark and not every:
+        raise TargetError("--benchmark needs --subsets (or --all)")
+    if not found:
+        raise TargetError("say which domain: --task NAME, --benchmark B --subsets S, or --all")
+    if one_file and len(found) != 1:
+        raise TargetError("--out works with exactly one domain")
+    if size <= 0:
+        raise TargetError("--size must be positive")
+    return list(dict.fromkeys(found))
+
+
+def build_all(pairs: Sequence[tuple[str, str]], **options) -> Iterator[str]:
+    """:func:`build_one` (with ``options``) for each pair, yielding its line for the console
+    as it is written."""
+    for benchmark, subset in pairs:
+        info = build_one(benchmark, subset, **options)
+        rate = info["words_per_second"]
+        yield (f"{benchmark}/{subset}: {info['size']} words from {info['documents']} documents "
+               f"({info['words']:,} words, {info['seconds']:.1f} s"
+               + (f", {rate / 1e6:.2f} M words/s" if rate else "") + f") -> {info['path']}")
 
 
 def _texts(benchmark: str, subset: str, split: str, data_dir: str | None, field: str,

@@ -69,6 +69,6 @@ in a harness run.
 """
 
 from lm_eval_tasks.rescoring.options import Options, ScoreError
-from lm_eval_tasks.rescoring.scoring import rescore
+from lm_eval_tasks.rescoring.scoring import rescore, summary_text
 
-__all__ = ["Options", "ScoreError", "rescore"]
+__all__ = ["Options", "ScoreError", "rescore", "summary_text"]

@@ -264,5 +264,25 @@ def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterat
         yield path, score_file(path, explicit, args)
 
 
+def summary_text(path: Path, summary: dict) -> str:
+    """The console lines of one rescored input: its corpus scores, what was skipped, how
+    its own scores agree with ours, unscored judge calls, and the two files written."""
+    shown = {k: v for k, v in summary["metrics"].items() if isinstance(v, (int, float))}
+    rows = summary.get("skipped_rows", {}).get("count")
+    lines = [f"{path.name}: {summary['n_samples']} samples"
+             + (f" ({rows} rows with an empty prediction or reference skipped)" if rows else "") + "; "
+             + ", ".join(f"{k}={v:.4f}" for k, v in shown.items())
+             + (f"; skipped: {', '.join(summary['skipped'])}" if summary["skipped"] else "")]
+    if summary.get("agreement"):
+        lines.append("  the file's own scores vs ours, max |diff|: " + ", ".join(
+            f"{k}={a['max_abs_diff']:.2g}" if a["max_abs_diff"] is not None else f"{k}=n/a"
+            for k, a in summary["agreement"].items()))
+    calls = summary.get("judge_calls")
+    if calls and calls["any_unscored"]:
+        lines.append(f"  judge: {calls['summary']}")
+    lines.append(f"  -> {summary['outputs']['scores']}\n  -> {summary['outputs']['summary']}")
+    return "\n".join(lines)
+
+
 __all__ = ["NOT_BOOTSTRAPPED", "NO_JUDGE", "agreement", "check_outputs", "intervals", "judge_summary",
-           "output_paths", "rescore", "score_file"]
+           "output_paths", "rescore", "score_file", "summary_text"]

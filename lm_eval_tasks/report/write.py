@@ -1,0 +1,109 @@
+"""Reads ``lm_eval --output_path DIR --log_samples`` folders (results and samples files
+only) and writes into ``--out``:
+
+* ``report.html``: one self-contained page (tables, embedded figures, notes);
+* ``report.md``: the same tables in Markdown;
+* ``tables/<name>.md|.csv|.tex``: each table for a paper;
+* ``scores.csv``: every run and key in long form (value, interval, stderr, documents);
+* ``figures/*.png``.
+
+Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 layouts
+(zero- vs few-shot with differences, fine-tuned vs base model, cross-domain matrices),
+AdaptEval Table 3, per-benchmark score tables (CCSBench, medqsum), and paired tests
+between every two systems evaluated on the same documents. Intervals are percentile
+bootstraps over documents of the logged per-document scores; p-values come from a
+paired permutation test (or ``--test bootstrap``). A system is a model (an API run's
+served ``model=``; else ``pretrained``, ``gguf_file`` and adapter ``peft``) plus every
+setting that changes its outputs: chat template, system instruction,
+``fewshot_as_multiturn``, ``max_length``, generation settings, prompt budgets and
+variant, judge model. Runs that differ in any of them are separate systems, labelled
+by what differs (``M (chat)``, ``M [max_doc_words=200]``); shots are the tables'
+settings axis. Comparisons use only the documents both runs logged, and every table
+with a difference shows those n. A LoRA adapter trained with ``domsum finetune`` is
+paired with its base model (same settings) through the adapter's ``run_card.json``. A
+folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned.
+
+    domsum report out/runs --out out/report
+    domsum report out/base out/lora --out out/report --test bootstrap --resamples 10000
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from custom_metrics.errors import SuiteError
+from lm_eval_tasks.report.figures import Figures, draw_all
+from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
+from lm_eval_tasks.report.runs import load_runs
+from lm_eval_tasks.report.tables import Builder, Options
+
+
+class ReportOutputError(SuiteError, FileExistsError):
+    """``--out`` holds a file, or an earlier report that was not to be replaced."""
+
+
+@dataclass
+class Written:
+    """What :func:`write_report` wrote: ``report.md``'s text and the one-line account of the files."""
+
+    markdown: str
+    account: str
+
+
+def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tuned: Sequence[str] = (),
+                 plots: bool = True, progress: bool = True, overwrite: bool = False) -> Written:
+    """The whole report of ``folders`` (``DIR`` or ``DIR=fine-tuned``; the ``fine_tuned``
+    folders as ``DIR=fine-tuned``) into the folder ``out``.
+
+    Written beside ``out`` and then put in its place, so a report that fails midway leaves
+    nothing half-written. Raises :class:`ReportOutputError` (``out`` is a file, or holds
+    files and ``overwrite`` is false) and :class:`lm_eval_tasks.results.ResultsError`.
+    """
+    if out.exists() and not out.is_dir():
+        raise ReportOutputError(f"--out {out} is a file; give a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise ReportOutputError(f"{out} is not empty (an earlier report?); pass --overwrite to replace it, "
+                                f"or choose another --out")
+    runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
+    builder = Builder(runs, options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        written = _write(folders, runs, builder, partial, out, plots, progress)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    partial.rename(out)
+    return written
+
+
+def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final: Path, plots: bool,
+           progress: bool) -> Written:
+    """Every report file into ``out`` (a temporary folder that becomes ``final``)."""
+    from custom_metrics.progress import bar
+
+    steps = bar(3, "report", unit="step", enabled=None if progress else False, leave=False)
+    tables = builder.all()
+    steps.update(1)
+    figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
+    steps.update(1)
+    notes = list(dict.fromkeys([*runs.problems, *builder.notes]))  # each once, in order
+    if not runs.runs:
+        notes.append("no suite task with results in " + ", ".join(map(str, folders)))
+    files = write_tables(out, tables)
+    files.append(write_scores_csv(out / "scores.csv", builder))
+    text = markdown(tables, figs, notes)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    (out / "report.html").write_text(page(runs, tables, figs, notes, [str(f) for f in folders]),
+                                     encoding="utf-8")
+    steps.update(1)
+    steps.close()
+    return Written(text, f"report: {final / 'report.html'} ({len(tables)} tables, {len(figs.drawn)} figures; "
+                         f"{len(files)} more files under {final})")
