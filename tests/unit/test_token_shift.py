@@ -1,0 +1,161 @@
+"""Token distribution shift: the math by hand, the vocabulary mask, lm-eval samples,
+and the CLI on tiny local GPT-2s (identical copy, perturbed copy, LoRA adapters)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from custom_metrics.token_shift import (
+    MARGINAL,
+    SHIFTED,
+    UNSHIFTED,
+    aggregate_shift,
+    domain_word_mask,
+    position_shift,
+    summarize_shift,
+    word_spans,
+)
+from custom_metrics.analysis.shift_models import fit_length
+from lm_eval_tasks.analysis.token_shift import (
+    SamplesError,
+    iter_samples,
+    sample_prompt,
+    sample_summary,
+    zero_shot_from_last_turn,
+)
+from lm_eval_tasks.results import task_from_samples_name
+from helpers.token_shift import DOCS, two_shot, zero_shot
+from helpers import token_shift as shared
+
+
+samples_2shot = shared.samples_2shot  # a fixture, shared with the other half of these tests
+work = shared.work  # a fixture, shared with the other half of these tests
+
+
+def test_kl_hand_computed():
+    # P = (1/2, 1/2), Q = (1/4, 3/4): KL = 1/2 ln 2 + 1/2 ln(2/3) = 0.143841...
+    p = torch.log(torch.tensor([[0.5, 0.5]]))
+    q = torch.log(torch.tensor([[0.25, 0.75]]))
+    kl, _, _ = position_shift(p, q)
+    assert kl.item() == pytest.approx(0.5 * math.log(2) + 0.5 * math.log(2 / 3), rel=1e-6)
+    assert position_shift(p, p)[0].item() == 0.0
+    # a token with zero base probability contributes nothing (0 log 0 = 0)
+    p0 = torch.tensor([[0.0, -math.inf]])
+    assert position_shift(p0, torch.zeros(1, 2))[0].item() == pytest.approx(math.log(2))
+
+
+def test_categories_hand_made():
+    base = torch.tensor([[4.0, 3.0, 2.0, 1.0, 0.0]] * 4)  # base top-3 = ids 0, 1, 2
+    adapted = torch.full((4, 5), 0.0)
+    adapted[0, 0] = 9  # top-1 = base top-1 -> unshifted
+    adapted[1, 2] = 9  # base rank 3 -> marginal
+    adapted[2, 3] = 9  # not in base top-3 -> shifted
+    adapted[3, 4] = 9  # shifted
+    kl, cat, top1 = position_shift(base, adapted)
+    assert cat.tolist() == [UNSHIFTED, MARGINAL, SHIFTED, SHIFTED]
+    assert top1.tolist() == [0, 2, 3, 4]
+    stats = summarize_shift(kl, cat, [True, True, False, True])
+    assert stats["positions"] == 4 and stats["shift_rate"] == 50.0
+    assert stats["marginal_rate"] == 25.0 and stats["unshifted_rate"] == 25.0
+    assert stats["positions_vocab"] == 3
+    assert stats["shift_rate_vocab"] == pytest.approx(100 / 3)
+    assert stats["kl_vocab"] == pytest.approx((kl[0] + kl[1] + kl[3]).item() / 3, rel=1e-6)
+    # ties: identical logits always unshifted, even with every token tied
+    flat = torch.zeros(3, 5)
+    assert position_shift(flat, flat.clone())[1].tolist() == [UNSHIFTED] * 3
+
+
+def test_aggregate_mean_and_pooled():
+    d1 = summarize_shift([1.0, 3.0], [SHIFTED, UNSHIFTED], [True, False])
+    d2 = summarize_shift([0.0, 0.0, 0.0, 0.0], [UNSHIFTED] * 4, [False] * 4)
+    empty = summarize_shift([], [], [])
+    agg = aggregate_shift([d1, d2, empty])
+    assert agg["documents"] == 3 and agg["documents_with_positions"] == 2
+    assert agg["kl"] == pytest.approx((2.0 + 0.0) / 2)  # mean over documents
+    assert agg["shift_rate"] == pytest.approx((50 + 0) / 2)
+    assert agg["pooled"]["kl"] == pytest.approx(4.0 / 6)  # over positions
+    assert agg["pooled"]["shift_rate"] == pytest.approx(100 / 6)
+    assert agg["positions_vocab"] == 1 and agg["kl_vocab"] == 1.0 and agg["shift_rate_vocab"] == 100.0
+    assert empty["kl"] is None and empty["shift_rate_vocab"] is None
+
+
+def test_word_spans():
+    assert word_spans("Protein-binding (Kinase) didn't.") == [
+        ("protein-binding", 0, 15), ("(", 16, 17), ("kinase", 17, 23), (")", 23, 24),
+        ("did", 25, 28), ("n't", 28, 31), (".", 31, 32)]
+
+
+def test_domain_word_mask_hand_made():
+    text = " The Protein-binding (kinase) cells' kinases."
+    # a hand-made BPE-like segmentation with GPT-2 style leading spaces
+    pieces = [" The", " Prot", "ein", "-", "binding", " (", "kin", "ase", ")", " cells", "'",
+              " kin", "ases", "."]
+    assert "".join(pieces) == text
+    offsets, pos = [], 0
+    for piece in pieces:
+        offsets.append((pos, pos + len(piece)))
+        pos += len(piece)
+    vocab = {"protein-binding", "kinase", "cells"}  # not "kinases", not "protein"
+    mask = domain_word_mask(text, offsets, vocab)
+    assert [p for p, m in zip(pieces, mask) if m] == [" Prot", "kin", " cells"]
+    # offsets that exclude the leading space (sentencepiece style) give the same mask
+    trimmed = [(s + 1, e) if text[s] == " " else (s, e) for s, e in offsets]
+    assert domain_word_mask(text, trimmed, vocab) == mask
+    # a token that merges "(" with the word still begins the word
+    merged = [(0, 4), (4, 20), (20, 25), (25, len(text))]  # " The", ..., " (kin", ...
+    assert domain_word_mask(text, merged, {"kinase"}) == [False, False, True, False]
+    # special tokens (zero-width) never count
+    assert domain_word_mask("cells", [(0, 0), (0, 5)], {"cells"}) == [False, True]
+
+
+def test_samples_parsing(samples_2shot):
+    rows = list(iter_samples(samples_2shot))
+    assert [s["doc_id"] for _, s in rows] == [0, 1, 2]  # duplicate doc_id 0 ignored
+    where, s0 = rows[0]
+    assert sample_prompt(s0) == two_shot(DOCS[0][0])
+    assert sample_summary(s0) == DOCS[0][1]
+    assert sample_summary(s0, "filtered") == DOCS[0][1].strip()
+    assert sample_summary(s0, "reference") == "reference summary"
+    assert [s["filter"] for _, s in iter_samples(samples_2shot, "strip")] == ["strip"]
+    # the in-memory form of Instance.args is accepted too
+    assert sample_prompt({"arguments": [["ctx", {"until": []}]]}) == "ctx"
+    with pytest.raises(SamplesError, match="gen_args_0"):
+        sample_prompt({"arguments": {"x": 1}})
+    assert task_from_samples_name(samples_2shot) == "adapteval_pubmed_2shot"
+    assert task_from_samples_name("results.jsonl") is None
+
+
+def test_bad_samples_file(tmp_path):
+    bad = tmp_path / "s.jsonl"
+    bad.write_text('{"doc_id": 0}\n{not json\n', encoding="utf-8")
+    with pytest.raises(SamplesError, match="line 2"):
+        list(iter_samples(bad))
+    with pytest.raises(SamplesError, match="not found"):
+        list(iter_samples(tmp_path / "missing.jsonl"))
+
+
+def test_zero_shot_rebuild():
+    doc = DOCS[0][0]
+    assert zero_shot_from_last_turn(two_shot(doc)) == zero_shot(doc)
+    assert zero_shot_from_last_turn(zero_shot(doc)) == zero_shot(doc)
+    chat = "<|user|>\n" + two_shot(doc) + "\n<|assistant|>\n"
+    assert zero_shot_from_last_turn(chat) == "<|user|>\n" + zero_shot(doc) + "\n<|assistant|>\n"
+    with pytest.raises(SamplesError, match="turn marker"):
+        zero_shot_from_last_turn("no marker here")
+
+
+def test_fit_length():
+    assert fit_length([1, 2, 3], [4, 5], 10) == ([1, 2, 3], [4, 5], 0)
+    assert fit_length([1, 2, 3], [4, 5], 4) == ([2, 3], [4, 5], 1)  # prompt cut on the left
+    assert fit_length([1, 2, 3], [4, 5, 6, 7], 3) == ([3], [4, 5], 4)  # summary cut too
+
+
+def test_word_spans_map_nltk_quote_tokens_back_to_the_text():
+    text = 'He said "stop now" and ``left\'\' today.'
+    spans = word_spans(text)
+    assert [t for t, _, _ in spans][:3] == ["he", "said", "``"]
+    assert [text[a:b] for _, a, b in spans] == ["He", "said", '"', "stop", "now", '"', "and", "``", "left", "''",
+                                                "today", "."]
