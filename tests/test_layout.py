@@ -86,6 +86,12 @@ def test_library_imports_no_command():
     assert not {f: h for f, h in offenders.items() if h}
 
 
+def test_no_module_over_500_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}
+
+
 # ------------------------------------------------------------------ packaging
 
 

@@ -28,7 +28,8 @@ from scipy import stats as sstats
 from conftest import own_samples, report_table, run_lm_eval
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import report
-from lm_eval_tasks.report.runs import System, label_systems, load_runs, system_of
+from lm_eval_tasks.report.runs import load_runs
+from lm_eval_tasks.report.systems import System, label_systems, system_of
 
 TASK_0, TASK_2 = "domainsum_cnndm", "domainsum_cnndm_2shot"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_DATA, ROOT, minilm_dir, own_samples, report_table, run_lm_eval, subprocess_env
-from lm_eval_tasks.commands import HARNESS_CLI
+from lm_eval_tasks.runtime import HARNESS_CLI
 
 TASKS = ("domainsum_cnndm", "domainsum_cnndm_2shot")
 WINDOW, GEN = 640, 32
