@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:  # runnable as a plain script from a checkout
 
 from custom_metrics import fragments as F  # noqa: E402
 from custom_metrics import measures as M  # noqa: E402
+from custom_metrics import pair_values as P  # noqa: E402
 from custom_metrics.analysis.synthetic import LENGTHS, synthetic_pairs  # noqa: E402
 from custom_metrics.tokenize import word_tokenize  # noqa: E402
 
@@ -84,8 +85,8 @@ def bench_length(name: str, n_fast: int, n_ref: int, seed: int = 0, repeat: int 
     for profile in M.PROFILES:
         compare(
             f"all measures ({profile})",
-            lambda d, s, p=profile: M._fast_pair_values(d, s, p),
-            lambda d, s, p=profile: M._reference_pair_values(d, s, p),
+            lambda d, s, p=profile: P.fast_pair_values(d, s, p),
+            lambda d, s, p=profile: P.reference_pair_values(d, s, p),
         )
     tok_rate = max(_rate(lambda: fresh(n_fast), n_fast)[0] for _ in range(repeat))
     rows.append({"length": name, "what": "tokenization only", "fast_pairs_per_s": tok_rate,

@@ -36,7 +36,8 @@ from lm_eval_tasks import catalog
 from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
-from lm_eval_tasks.report.runs import Run, Runs, shared_documents, short_name
+from lm_eval_tasks.report.runs import Run, Runs, shared_documents
+from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
 
 #: the keys each benchmark's paper tables print (ordered); column names are the keys' display
@@ -481,7 +482,7 @@ def base_label_of(runs: Runs, identity: tuple) -> str:
     system = next((s for s in runs.systems() if s.identity == identity), None)
     if system is not None:
         return system.label
-    from lm_eval_tasks.report.runs import setting_text
+    from lm_eval_tasks.report.systems import setting_text
 
     settings = ", ".join(setting_text(k, v) for k, v in (identity[3] if len(identity) > 3 else ()))
     return short_name(identity[0]) + (f" [{settings}]" if settings else "")

@@ -27,7 +27,8 @@ from scipy import stats as sstats
 
 from conftest import own_samples, report_table, run_lm_eval
 from lm_eval_tasks.commands import report
-from lm_eval_tasks.report.runs import load_runs, system_of
+from lm_eval_tasks.report.runs import load_runs
+from lm_eval_tasks.report.systems import system_of
 from helpers.report_identity import TASK_0, TASK_2
 
 

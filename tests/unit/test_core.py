@@ -199,7 +199,7 @@ def test_task_scores_a_shard_once_and_fails_soft(fixture_data_dir):
         insts.append(inst)
     task._instances = insts
     first = task.process_results(docs[0], [docs[0]["summary"]])
-    assert len(task._scores) == 2  # the whole shard was scored by the first call
+    assert len(task._scoring.scores) == 2  # the whole shard was scored by the first call
     out = [first, task.process_results(docs[1], [docs[1]["summary"]])]
     assert all(o["rouge1"] == pytest.approx(1.0) for o in out)
     assert all(math.isnan(o["bertscore_f1"]) for o in out)  # encoder missing: NaN, not a crash

@@ -96,6 +96,12 @@ def test_commands_are_thin():
         assert not hits, (path.name, hits)
 
 
+def test_no_module_over_500_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}
+
+
 # ------------------------------------------------------------------ packaging
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from custom_metrics import fragments as F
 from custom_metrics import measures as M
+from custom_metrics import pair_values as P
 from custom_metrics.measures import (
     MEASURES,
     domain_measures,
@@ -218,7 +219,7 @@ def test_fragment_invariants(article, summary):
 @given(doc=any_tokens, summ=any_tokens)
 def test_fast_pair_values_identical_to_reference(doc, summ):
     for profile in M.PROFILES:
-        assert M._fast_pair_values(doc, summ, profile) == M._reference_pair_values(doc, summ, profile)
+        assert P.fast_pair_values(doc, summ, profile) == P.reference_pair_values(doc, summ, profile)
 
 
 @settings(max_examples=150, deadline=None)
@@ -227,8 +228,8 @@ def test_rank_reduced_trigram_codes_identical(doc, summ):
     # Force the large-vocabulary branch (bigram ranks instead of V**3 codes).
     with mock.patch.object(F, "_MAX_DENSE_VOCAB", 1):
         for profile in M.PROFILES:
-            assert (M._fast_pair_values(doc, summ, profile)
-                    == M._reference_pair_values(doc, summ, profile))
+            assert (P.fast_pair_values(doc, summ, profile)
+                    == P.reference_pair_values(doc, summ, profile))
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,6 +1,6 @@
 """custom_metrics.analysis.plots: every figure is a real PNG, or NothingToPlot with a reason.
 
-The figure builders (``plots._*_figure``) are inspected directly: colour limits, bars
+The figure builders (``plots.*_figure``) are inspected directly: colour limits, bars
 drawn, legend entries; the public functions are checked for the files they write.
 """
 
@@ -41,7 +41,7 @@ def test_radar_chart_writes_a_png(tmp_path):
 
 
 def test_radar_chart_marks_missing_values_in_the_legend():
-    fig = plots._radar_figure("t", ["a", "b", "c"], {"x": [1, 2, 3], "_y": [2, NAN, 1]})
+    fig = plots.radar_figure("t", ["a", "b", "c"], {"x": [1, 2, 3], "_y": [2, NAN, 1]})
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     plt.close(fig)
     assert legend == ["x", " _y (n/a: b)"]  # "_y" would be hidden by matplotlib
@@ -94,7 +94,7 @@ def test_diagonal_is_where_the_labels_agree():
 
 
 def test_heatmap_figure_uses_the_limits_and_marks_cells():
-    fig = plots._heatmap_figure("overlap", GENRE, OVERLAP, mask_diagonal=True)
+    fig = plots.heatmap_figure("overlap", GENRE, OVERLAP, mask_diagonal=True)
     ax = fig.axes[0]
     assert ax.images[0].get_clim() == (2.0, 14.0)
     cells = texts(fig)
@@ -112,7 +112,7 @@ def test_heatmap_non_square_diverging_groups(tmp_path):
     rows, cols = ["base", "cnndm", "pubmed"], ["cnndm", "pubmed", "cnn"]
     diff = [[-10, -13, NAN], [0, -11, -2], [-25, 0, NAN]]
     groups = {"base": "base", "cnndm": "genre", "pubmed": "genre", "cnn": "style"}
-    fig = plots._heatmap_figure("diff", cols, diff, "Δ ROUGE", row_labels=rows, diverging=True,
+    fig = plots.heatmap_figure("diff", cols, diff, "Δ ROUGE", row_labels=rows, diverging=True,
                                 groups=groups, outline_diagonal=True)
     ax = fig.axes[0]
     assert ax.images[0].get_clim() == (-25.0, 25.0)
@@ -150,7 +150,7 @@ def test_bar_chart_omits_nan_bars_and_keeps_underscore_names(tmp_path):
     cats = ["cnndm", "pubmed", "reddit"]
     series = {"m1": [20, NAN, 30], "_m2": [25, 15, NAN]}
     errors = {"m1": ([1, 1, 2], [2, 2, 1])}
-    fig = plots._bar_figure("bars", cats, series, errors, "ROUGE (x100)")
+    fig = plots.bar_figure("bars", cats, series, errors, "ROUGE (x100)")
     ax = fig.axes[0]
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert sorted(round(b.get_height(), 6) for b in bars) == [15, 20, 25, 30]  # no 0-height bar
@@ -182,7 +182,7 @@ def test_bar_chart_nothing_to_plot_and_bad_errors(tmp_path):
 def test_distribution_plot(tmp_path):
     rng = np.random.default_rng(1)
     series = {"m1": list(rng.uniform(0.1, 0.9, 40)), "m2": [NAN, 0.3, 0.5, 0.2], "m3": []}
-    fig = plots._distribution_figure("per-document ROUGE-L", series, "ROUGE-L")
+    fig = plots.distribution_figure("per-document ROUGE-L", series, "ROUGE-L")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["m1 (n=40)", "m2 (n=3, 1 n/a)", "m3 (n=0)"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.report.runs import System, label_systems, system_of
+from lm_eval_tasks.report.systems import System, label_systems, system_of
 from helpers.report_identity import TASK_0
 
 

@@ -1,0 +1,85 @@
+"""Prompt fitting as the harness adapter runs it: which backend measures the prompts, and
+the ``prompt_budget`` record of the documents evaluated.
+
+Why a module of its own: the fitting itself is :mod:`lm_eval_tasks.benchmarks.budget`;
+finding the evaluated backend (lm-eval hands it over only under a chat template) and
+counting cut prompts across data-parallel ranks need no ``lm_eval`` import.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from lm_eval_tasks import settings
+from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, meter_from_backend, meter_from_metadata
+
+
+def calling_backend(chat_template: Any) -> Any:
+    """The harness's model object for this run, or None.
+
+    Why: lm-eval 0.4.13 hands ``build_all_requests`` the backend's ``apply_chat_template``
+    (a bound method, so the backend itself) only under ``--apply_chat_template``; for a
+    plain prompt it hands nothing, yet the backend's tokenizer and window decide what it
+    truncates. Its evaluator holds the backend in a local named ``lm``, two frames up
+    (called from ``build_all_requests``); when that is not found the prompt is measured
+    from ``--model_args`` instead.
+    """
+    owner = getattr(chat_template, "__self__", None)
+    if owner is not None and hasattr(owner, "generate_until"):
+        return owner
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            break
+        lm = frame.f_locals.get("lm")
+        if lm is not None and hasattr(lm, "generate_until") and hasattr(lm, "max_length"):
+            return lm
+        frame = frame.f_back
+    return None
+
+
+def start_fitting(backend: Any, meta: Mapping[str, Any], max_gen_toks: int) -> tuple[FitLog, str]:
+    """The fit log of a run and where its meter comes from: the evaluated backend, else ``--model_args``."""
+    cpt = settings.resolve(meta, "chars_per_token")
+    meter = meter_from_backend(backend, max_gen_toks, cpt) if backend is not None else None
+    source = "the evaluated backend" if meter is not None else "--model_args"
+    if meter is None:
+        meter = meter_from_metadata(meta, max_gen_toks, cpt)
+    return FitLog(meter), source
+
+
+def cut_by_word_budget(doc: Mapping[str, Any]) -> bool:
+    """True when the record's prompt holds less than its whole document (a word budget cut it)."""
+    return str(doc.get("document", "")).strip() not in str(doc.get("prompt", ""))
+
+
+def rank_fits(fit: FitLog, evaluated: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """This rank's prompt fitting of the documents it evaluated, small enough to gather."""
+    return {"fits": {k: Fitted(None, f.tokens, f.cut_tokens) for k, f in fit.per_doc.items() if k in evaluated},
+            "words": {k: cut_by_word_budget(d) for k, d in evaluated.items()}}
+
+
+def merge_fits(parts: list[dict]) -> dict[str, Any]:
+    """Every rank's :func:`rank_fits`, as one."""
+    return {"fits": {k: f for p in parts for k, f in p["fits"].items()},
+            "words": {k: w for p in parts for k, w in p["words"].items()}}
+
+
+def budget_report(fit: FitLog, source: str, merged: dict[str, Any] | None,
+                  evaluated: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``prompt_budget`` for the documents evaluated: every rank's (``merged``, a data-parallel
+    run after scoring), else this rank's (``evaluated``, document key -> record)."""
+    if merged is not None:
+        record = FitLog(fit.meter, merged["fits"]).record(source)
+        record["documents"] = len(merged["words"])
+        record["cut_by_word_budget"] = sum(merged["words"].values())
+        return record
+    record = fit.record(source)
+    record["documents"] = len(evaluated)
+    record["cut_by_word_budget"] = sum(cut_by_word_budget(d) for d in evaluated.values())
+    return record
+
+
+__all__ = ["budget_report", "calling_backend", "cut_by_word_budget", "merge_fits", "rank_fits", "start_fitting"]
