@@ -48,6 +48,7 @@ from lm_eval.api.utils import maybe_delimit
 
 from custom_metrics.errors import SuiteError
 from custom_metrics import battery, registry, secrets
+from custom_metrics import model_cache
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options, load_task, stop_sequences
@@ -402,6 +403,7 @@ class SuiteTask(ConfigurableTask):
         """Check every scorer this task needs; record the settings it will use."""
         if self._checked:
             return
+        model_cache.hold(self, registry.family_models(self._ctx))  # kept until this task is scored
         problems = []
         for name in self._families:
             if self._battery is not None and name not in self._battery["wanted"]:
@@ -448,6 +450,9 @@ class SuiteTask(ConfigurableTask):
         self._scores = {}
         self._score_items(seen)
         self._merge_ranks()
+        # free the models no other task of this process still needs (a corpus key's model is
+        # kept: it is used again at aggregation)
+        model_cache.let_go(self, keep=registry.family_models(self._ctx, corpus_only=True))
 
     def _save_generations(self) -> None:
         """Write this rank's generations before judging starts, as a samples file.

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import ROOT, own_samples, run_lm_eval, subprocess_env
-from lm_eval_tasks.commands import HARNESS_CLI
+from lm_eval_tasks.runtime import HARNESS_CLI
 
 pytestmark = pytest.mark.slow
 
