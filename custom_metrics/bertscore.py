@@ -1,4 +1,4 @@
-"""BERTScore precision / recall / F1 with one encoder per process, batched.
+"""BERTScore precision / recall / F1 with one loaded encoder per (model, layer), batched.
 
 Formula (Zhang et al., 2020, "BERTScore: Evaluating Text Generation with BERT"):
 contextual token embeddings x (candidate) and y (reference) from layer L of a
@@ -15,7 +15,8 @@ releases use through ``evaluate``). Tokenizer: the encoder's own, through the
 the encoder is loaded and cut to L layers by ``bert_score.utils.get_model``.
 
 Why our own loop instead of ``BERTScorer.score``: the encoder is created once per
-(model, layer) and kept for the process (``bert_score.score()`` reloads it on every
+(model, layer) and kept in the process's bounded model cache
+(:mod:`custom_metrics.model_cache`, freed after scoring; ``bert_score.score()`` reloads it on every
 call, which is what makes per-document scoring slow); each distinct sentence is
 encoded once, in batches sorted by exact token length (least padding) and, on the
 CPU, of at most ~1024 padded tokens (:data:`CPU_BATCH_TOKENS`: the activations stay in
@@ -35,10 +36,10 @@ on disk across runs (setting ``score_cache_dir``).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from custom_metrics import model_cache
 from custom_metrics.hf_models import ModelUnavailable, unavailable_message
 from custom_metrics.registry import Batch, Context, Family, Key, _model_error
 from custom_metrics.reference_cache import CACHE_FORMAT, ReferenceCache, _warn_once, weights_identity
@@ -48,8 +49,6 @@ log = logging.getLogger(__name__)
 DEFAULT_LANG = "en"
 #: the scientific encoder of the ``bertscore_sci`` family (the medqsum paper's SciBERT)
 DEFAULT_SCI_BERTSCORE_MODEL = "allenai/scibert_scivocab_uncased"
-_LOCK = threading.Lock()
-_SCORERS: dict[tuple[str, int], "Encoder"] = {}
 
 #: on the CPU, padded tokens per encoder batch at most (512 per torch thread when that is
 #: more, :func:`cpu_batch_tokens`): the activations of small batches stay in the CPU caches.
@@ -215,16 +214,11 @@ def _batches(order: Sequence[str], lengths: Sequence[int], batch_size: int,
 
 
 def get_scorer(model: str | None = None, num_layers: int | None = None) -> Encoder:
-    """The process-wide encoder for (model, layer); loaded on first use."""
+    """The encoder for (model, layer) from the process's model cache (key
+    ``("bertscore", model, layer)``); loaded on first use."""
     model = model or default_model()
     layers = resolve_layers(model, num_layers)
-    key = (model, layers)
-    with _LOCK:
-        enc = _SCORERS.get(key)
-        if enc is None:
-            enc = Encoder(model, layers)
-            _SCORERS[key] = enc
-    return enc
+    return model_cache.get(("bertscore", model, layers), lambda: Encoder(model, layers))
 
 
 # =========================================================================== scoring

@@ -1,7 +1,8 @@
-"""Lazy, process-wide Hugging Face models for the model-based metrics.
+"""Lazy Hugging Face models for the model-based metrics.
 
 Why: perplexity, MAUVE and BLANC each need a language model; loading one is the
-expensive part, so each (class, name) is loaded once per process and kept. A model
+expensive part, so each (class, name) is loaded once and kept in the process's bounded
+model cache (:mod:`custom_metrics.model_cache`), which frees it after scoring. A model
 that cannot be loaded (not a local directory, not in the local cache, no network)
 raises :class:`ModelUnavailable`, whose message names the model and says how to
 point the metric at a local copy, so callers can skip that metric and run the rest.
@@ -9,13 +10,10 @@ point the metric at a local copy, so callers can skip that metric and run the re
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
+from custom_metrics import model_cache
 from custom_metrics.errors import SuiteError
-
-_LOCK = threading.Lock()
-_CACHE: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 
 class ModelUnavailable(SuiteError, RuntimeError):
@@ -48,25 +46,25 @@ def _hub_like(name: str) -> bool:
 
 def load_model(kind: str, name: str, *, metric: str, key: str | None = None,
                env: str | None = None) -> tuple[Any, Any]:
-    """(tokenizer, model in eval mode) for ``kind`` in {"causal", "masked"}; cached per process."""
-    cache_key = (kind, str(name))
-    with _LOCK:
-        if cache_key in _CACHE:
-            return _CACHE[cache_key]
-        import torch
-        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    """(tokenizer, model in eval mode) for ``kind`` in {"causal", "masked"}, from the
+    process's model cache (key ``(kind, name)``)."""
+    return model_cache.get((kind, str(name)), lambda: _load(kind, str(name), metric, key, env))
 
-        cls = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}[kind]
-        try:
-            tok = AutoTokenizer.from_pretrained(str(name))
-            model = cls.from_pretrained(str(name))
-        except (OSError, ValueError) as exc:  # hub errors are OSError subclasses
-            raise ModelUnavailable(unavailable_message(metric, str(name), key, env, exc)) from exc
-        model.eval()
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        model.to(device)
-        _CACHE[cache_key] = (tok, model)
-        return tok, model
+
+def _load(kind: str, name: str, metric: str, key: str | None, env: str | None) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    cls = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}[kind]
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+        model = cls.from_pretrained(name)
+    except (OSError, ValueError) as exc:  # hub errors are OSError subclasses
+        raise ModelUnavailable(unavailable_message(metric, name, key, env, exc)) from exc
+    model.eval()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
+    return tok, model
 
 
 def model_device(model: Any) -> Any:

@@ -306,6 +306,18 @@ def all_families() -> list[Family]:
     return list(_table().values())
 
 
+def family_models(contexts: Mapping[str, Context], *, corpus_only: bool = False) -> set[str]:
+    """The models the families ``{name: context}`` score with (model-based families only);
+    ``corpus_only``: of families with a corpus key, whose model is used again when the
+    corpus is aggregated (MAUVE featurizes then). What a task holds in the model cache."""
+    out = set()
+    for name, ctx in contexts.items():
+        fam = get(name)
+        if fam.model_setting and (not corpus_only or any(k.aggregation == "corpus" for k in fam.keys)):
+            out.add(fam.model(ctx))
+    return out
+
+
 def family_keys(name: str) -> tuple[str, ...]:
     """The metric keys a family reports."""
     return get(name).key_names

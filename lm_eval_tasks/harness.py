@@ -48,7 +48,7 @@ from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
-from custom_metrics import registry, secrets
+from custom_metrics import model_cache, registry, secrets
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import load_task, stop_sequences
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
@@ -222,6 +222,7 @@ class SuiteTask(ConfigurableTask):
         """Check every scorer this task needs; record the settings it will use."""
         if self._checked:
             return
+        model_cache.hold(self, registry.family_models(self._scoring.ctx))  # kept until this task is scored
         described, problems = self._scoring.check(self.meta)
         self._described.update(described)
         if problems:
@@ -258,6 +259,9 @@ class SuiteTask(ConfigurableTask):
         self._scoring.scores = {}
         self._scoring.score_items(seen)
         self._merge_ranks()
+        # free the models no other task of this process still needs (a corpus key's model is
+        # kept: it is used again at aggregation)
+        model_cache.let_go(self, keep=registry.family_models(self._scoring.ctx, corpus_only=True))
 
     def _save_generations(self) -> None:
         """Write this rank's generations before judging starts, as a samples file.

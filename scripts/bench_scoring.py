@@ -126,7 +126,7 @@ def bench_ours(preds: list[str], encoder: str, layers: int, mirror: Path, cache:
 
     from lm_eval_tasks.harness import SuiteTask
 
-    import_module("custom_metrics.bertscore")._SCORERS.clear()  # a new process loads the encoder
+    import_module("custom_metrics.model_cache").release()  # a new process loads the encoder
     task = SuiteTask(config={
         "task": "domainsum_cnndm", "test_split": "test", "doc_to_text": "{{prompt}}",
         "doc_to_target": "{{summary}}", "output_type": "generate_until",

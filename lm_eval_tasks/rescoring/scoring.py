@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from custom_metrics import battery, registry, secrets
+from custom_metrics import battery, model_cache, registry, secrets
 from custom_metrics.hf_models import ModelUnavailable
 from custom_metrics.registry import json_safe
 from lm_eval_tasks.catalog import UnknownTask, task_target
@@ -260,8 +260,11 @@ def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterat
     if args.bootstrap < 0:
         raise ScoreError("--bootstrap must be >= 0")
     check_outputs(paths, args.out, args.overwrite)
-    for path in paths:
-        yield path, score_file(path, explicit, args)
+    try:
+        for path in paths:
+            yield path, score_file(path, explicit, args)
+    finally:  # the inputs share their encoders: models are freed once, after the last input
+        model_cache.release()
 
 
 def summary_text(path: Path, summary: dict) -> str:

@@ -17,6 +17,7 @@ from helpers.reference_cache import rc
 
 
 bs = import_module("custom_metrics.bertscore")  # the module (the package re-exports the function)
+model_cache = import_module("custom_metrics.model_cache")
 
 REFS = [
     "Officials approved the new budget on Monday after a long debate in the city council.",
@@ -96,7 +97,7 @@ def test_warm_scores_are_bit_identical_and_agree_with_bert_score(minilm_path, tm
 def test_the_encoder_process_cache_is_not_what_answers(minilm_path, tmp_path):
     """A new process (encoder loaded again) still finds the references on disk."""
     _score(SYSTEM_A, REFS, minilm_path, tmp_path)
-    bs._SCORERS.pop((minilm_path, 6), None)
+    model_cache.release()
     report = {}
     _close(_score(SYSTEM_B, REFS, minilm_path, tmp_path, report), _score(SYSTEM_B, REFS, minilm_path, "off"))
     assert report["reference_cache_hits"] == 3 and report["reference_cache_stored"] == 0

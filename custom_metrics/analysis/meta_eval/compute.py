@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from custom_metrics import model_cache
 from custom_metrics.analysis.errors import MetaEvalError
 
 #: names computed outside the metric table: sentence-level chrF (the table's chrF is a
@@ -100,9 +101,12 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     info: dict[str, Any] = {}
     battery: dict[str, Any] = {}
     if any(n not in SPECIAL for n in which):
-        battery = _battery_columns(df, which, refs, cands, {
-            "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
-            "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress})
+        try:
+            battery = _battery_columns(df, which, refs, cands, {
+                "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
+                "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress})
+        finally:  # the scorer models are done with: free them (custom_metrics.model_cache)
+            model_cache.release()
     if "meteor_matching" in battery:
         info["meteor_matching"] = battery.pop("meteor_matching")
     for name in which:  # columns in the order asked: the tables list them so
