@@ -13,15 +13,20 @@ import argparse
 import sys
 
 from custom_metrics.analysis.meta_eval import MetaEvalError, computable, run
+from custom_metrics.analysis.meta_eval.inputs import RATING_COLUMNS as COLUMN_KEYS
+from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
 from lm_eval_tasks.commands import parse_metadata, with_flags
+from lm_eval_tasks.report.meta_eval_page import write_page
 from lm_eval_tasks.settings import judge_config, resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="domsum meta-eval", description=__doc__.split("\n\n")[0])
-    ap.add_argument("input", help="FD/ScholarSum JSONL, or a long CSV/JSONL table")
+    ap.add_argument("input", help="FD/ScholarSum JSONL, a long CSV/JSONL table, or a SummEval / DialSummEval "
+                                  "release file (--format)")
     ap.add_argument("--out", required=True, help="output folder")
-    ap.add_argument("--format", choices=("auto", "fd", "long"), default="auto")
+    ap.add_argument("--format", choices=("auto", "fd", "long", "summeval", "dialsummeval"), default="auto",
+                    help="input layout (docs/meta_eval.md); summeval and dialsummeval bring their ratings")
     ap.add_argument("--human", default="human", help="human score column of a long table")
     ap.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all numeric)")
     ap.add_argument("--compute", default="",
@@ -32,6 +37,17 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ratings", default=None,
                     help="per-annotator human ratings (CSV/JSONL: doc_id, system, annotator, aspect, rating): "
                          "correlations per aspect, annotator and consensus, kappa, per-system means")
+    ap.add_argument("--consensus", choices=CONSENSUS_METHODS, default="mean",
+                    help="pool annotators' ratings: mean, median, or majority (two agreeing outvote the third, "
+                         "else the mean)")
+    ap.add_argument("--columns", default=None,
+                    help="the files' column names where they differ: doc_id=paper,system=model,annotator=rater,"
+                         "aspect=dimension,rating=score")
+    ap.add_argument("--annotators", choices=("expert", "turker", "all"), default="expert",
+                    help="SummEval: whose ratings to read")
+    ap.add_argument("--scores", default=None,
+                    help="metric scores to join on (doc_id, system): a long CSV/JSONL table, or DialSummEval's "
+                         "models_eval_new folder")
     ap.add_argument("--fm-variant", choices=("zero", "few"), default=None,
                     help="FM prompts (default: metadata fm_variant, else zero)")
     ap.add_argument("--metadata", default="{}", help="JSON: judge_model, judge_base_url, bertscore_model, ...")
@@ -49,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     kappa = [c.strip() for c in args.kappa.split(",")] if args.kappa else None
     if kappa is not None and len(kappa) != 2:
         ap.error("--kappa takes exactly two columns A,B")
+    pairs = [c.split("=", 1) for c in (args.columns or "").split(",") if c.strip()]
+    if any(len(p) != 2 or p[0].strip() not in COLUMN_KEYS for p in pairs):
+        ap.error(f"--columns takes KEY=NAME pairs with KEY one of {', '.join(COLUMN_KEYS)}")
+    columns = {k.strip(): v.strip() for k, v in pairs}
     try:
         summary = run(args.input, args.out, fmt=args.format, human=args.human,
                       metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
@@ -57,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
                       bertscore_layers=resolve(meta, "bertscore_layers"),
                       fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
                       ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
-                      progress=resolve(meta, "progress"))
+                      progress=resolve(meta, "progress"), consensus=args.consensus, columns=columns,
+                      annotators=args.annotators, scores=args.scores)
+        page = write_page(args.out, summary)
     except MetaEvalError as exc:  # the library names the file and rows; one line, no traceback
         print(f"meta_eval: error: {exc}", file=sys.stderr)
         return 2
     print(summary["markdown"])
+    print(f"\nHTML page: {page}")
     return 0

@@ -39,6 +39,7 @@ class Figure:
     title: str
     path: Path
     caption: str = ""
+    alt: str = ""  # what the figure shows, for readers who cannot see it (default: the title)
 
 
 @dataclass
@@ -47,14 +48,14 @@ class Figures:
     drawn: list[Figure] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
-    def draw(self, name: str, title: str, caption: str, fn: Callable[[Path], Path]) -> None:
+    def draw(self, name: str, title: str, caption: str, fn: Callable[[Path], Path], alt: str = "") -> None:
         path = self.out / f"{slug(name)}.png"
         try:
             fn(path)
         except plots.NothingToPlot as exc:
             self.skipped.append(f"{title}: not drawn ({exc})")
             return
-        self.drawn.append(Figure(name, title, path, caption))
+        self.drawn.append(Figure(name, title, path, caption, alt))
 
 
 def all_zero(values) -> bool:

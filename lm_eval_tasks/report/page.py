@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lm_eval_tasks.report.formats import markdown_table, write_table
-from lm_eval_tasks.report.figures import Figures
+from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
 
@@ -88,7 +88,9 @@ def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str]) -> st
     return "\n".join(parts) + "\n"
 
 
-def _table_html(t: Table) -> str:
+def table_html(t: Table) -> str:
+    """One table as HTML: a titled, anchored heading, caption, the table in a horizontal
+    scroller (wide tables never hide columns), and its notes; significant p cells bold."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
     body = []
     for row in t.rows:
@@ -104,31 +106,53 @@ def _table_html(t: Table) -> str:
             + (f'<ul class="notes">{notes}</ul>' if notes else ""))
 
 
+def figure_html(f: Figure) -> str:
+    """One figure, its PNG embedded as base64, with alt text (``f.alt``, else its title)
+    and a caption."""
+    return (f'<figure><img alt="{html.escape(f.alt or f.title)}" src="data:image/png;base64,'
+            f'{base64.b64encode(f.path.read_bytes()).decode("ascii")}"><figcaption><b>{html.escape(f.title)}.</b> '
+            f'{html.escape(f.caption)}</figcaption></figure>')
+
+
+def toc_html(entries: Sequence[tuple[str, str]]) -> str:
+    """The table of contents: ``(anchor, title)`` pairs as a linked list."""
+    return "<nav><ol>" + "".join(f'<li><a href="#{html.escape(a)}">{html.escape(t)}</a></li>'
+                                 for a, t in entries) + "</ol></nav>"
+
+
+def document(title: str, body: str) -> str:
+    """A complete self-contained page: ``body`` (HTML) under the shared inline style."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title><style>{STYLE}</style></head>
+<body>
+{body}
+</body></html>
+"""
+
+
+def written_at() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str]) -> str:
     """The self-contained HTML report."""
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = written_at()
     systems = sorted({r.system.label for r in runs.runs})
-    toc = "".join(f'<li><a href="#{html.escape(t.name)}">{html.escape(t.title)}</a></li>' for t in tables)
+    toc = toc_html([(t.name, t.title) for t in tables] + [("figures", "Figures"), ("runs", "Runs")])
     run_rows = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
             r.system.label, r.system.describe() or "—", r.task, r.setting, len(r.samples) or "n/a",
             r.results_file.name)) + "</tr>"
         for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
-    figures = "".join(
-        f'<figure><img alt="{html.escape(f.title)}" src="data:image/png;base64,'
-        f'{base64.b64encode(f.path.read_bytes()).decode("ascii")}"><figcaption><b>{html.escape(f.title)}.</b> '
-        f'{html.escape(f.caption)}</figcaption></figure>' for f in figs.drawn)
+    figures = "".join(figure_html(f) for f in figs.drawn)
     all_notes = [*notes, *figs.skipped]
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Evaluation report: {html.escape(", ".join(systems))}</title><style>{STYLE}</style></head>
-<body>
-<h1>Evaluation report</h1>
+    return document(f"Evaluation report: {', '.join(systems)}", f"""<h1>Evaluation report</h1>
 <p class="meta">{len(runs.runs)} runs of {len(systems)} systems ({html.escape(", ".join(systems))}) from
 {html.escape(", ".join(sources))}; written {when} by <code>domsum report</code>.</p>
-<nav><ol>{toc}<li><a href="#figures">Figures</a></li><li><a href="#runs">Runs</a></li></ol></nav>
+{toc}
 <h2>Tables</h2>
-{"".join(_table_html(t) for t in tables) or "<p>No suite task found in the given folders.</p>"}
+{"".join(table_html(t) for t in tables) or "<p>No suite task found in the given folders.</p>"}
 <h2 id="figures">Figures</h2>
 {figures or "<p>No figure had anything to show.</p>"}
 <h2 id="runs">Runs</h2>
@@ -138,9 +162,8 @@ defaults.</p>
 <div class="scroll"><table><thead><tr><th>System</th><th>Settings</th><th>Task</th><th>Setting</th>
 <th>Documents</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
- if all_notes else ""}
-</body></html>
-"""
+ if all_notes else ""}""")
 
 
-__all__ = ["markdown", "page", "write_scores_csv", "write_tables"]
+__all__ = ["STYLE", "document", "figure_html", "markdown", "page", "table_html", "toc_html", "write_scores_csv",
+           "write_tables", "written_at"]

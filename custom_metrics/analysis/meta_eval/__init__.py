@@ -12,14 +12,19 @@ Inputs (format detected, or ``--format``):
   ``system``, metric columns, a human column (``--human``, default ``human``) and
   optionally ``reference`` / ``summary`` texts (needed by ``--compute``).
 
-* **ratings** (``--ratings FILE``, with either of the above as the metric table) — one
+* **summeval** / **dialsummeval** — those studies' release files, converted with their
+  ratings by :mod:`.converters` (metric scores from the file, ``--scores`` or ``--compute``).
+
+* **ratings** (``--ratings FILE``, with fd or long as the metric table) — one
   row per human rating: ``doc_id``, ``system`` (empty for an aspect rated once per
-  sample, e.g. speciality), ``annotator``, ``aspect``, ``rating``. Adds the
+  sample, e.g. speciality), ``annotator``, ``aspect``, ``rating`` (or one column per
+  aspect; ``--columns`` names columns that differ). Adds the
   correlation of every metric with every aspect, per annotator and for the consensus
-  (mean over annotators), at every level and with every method below; Cohen's kappa
-  (unweighted and quadratic-weighted) per aspect and annotator pair; and the mean
-  consensus rating per system and aspect (Table 2 of the biomedical question
-  summarization paper).
+  (``--consensus`` mean, median or majority, :mod:`~custom_metrics.analysis.stats.consensus`),
+  at every level and with every method below; Cohen's kappa (unweighted and
+  quadratic-weighted) per aspect and annotator pair; Krippendorff's alpha (interval and
+  ordinal) per aspect; and the mean consensus rating per system and aspect (Table 2 of
+  the biomedical question summarization paper).
 
 Reported for every metric vs the human score: Pearson, Spearman and Kendall (scipy) at
 summary level pooled over all pairs (as the paper does) and averaged per document, and
@@ -35,9 +40,11 @@ correlation over fewer than 3 pairs (or without variation) is reported as n/a.
 
     domsum meta-eval data/pubmed.json --out out/meta --compute rouge,bertscore
 
-The package: :mod:`.inputs` reads and checks the files, :mod:`.compute` adds our own
+The package: :mod:`.inputs` reads and checks the files (:mod:`.converters` the
+releases), :mod:`.compute` adds our own
 metric columns, :mod:`.tables` shapes rankings and rating tables, :mod:`.output` writes
-the folder; the coefficients, levels, intervals and kappa come from
+the folder, :mod:`.page_data` shapes what the command's HTML page shows; the
+coefficients, levels, intervals and agreement come from
 :mod:`custom_metrics.analysis.stats`. Unusable files (a missing column, a repeated pair)
 raise :class:`~custom_metrics.analysis.errors.MetaEvalError`, never ``SystemExit``; the
 command line (``domsum meta-eval``) lives in :mod:`lm_eval_tasks.commands.meta_eval`,
@@ -54,10 +61,11 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import MetaEvalError
 from custom_metrics.analysis.meta_eval.compute import compute_metrics, computable
-from custom_metrics.analysis.meta_eval.inputs import load_ratings, load_table, metric_columns
+from custom_metrics.analysis.meta_eval.inputs import load_inputs, load_ratings, load_table, metric_columns
 from custom_metrics.analysis.meta_eval.output import write_outputs
 from custom_metrics.analysis.meta_eval.tables import (
     CONSENSUS,
+    alpha_table,
     annotator_kappa,
     attach_human,
     human_scores,
@@ -66,6 +74,7 @@ from custom_metrics.analysis.meta_eval.tables import (
     ratings_correlations,
     system_ratings,
 )
+from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
 from custom_metrics.analysis.stats.levels import correlation_table, spearman_matrix
 
 
@@ -74,16 +83,23 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
         bertscore_model: str | None = None, bertscore_layers: int | None = None,
         fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
-        blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
+        blanc_model: str | None = None, progress: bool | None = False, consensus: str = "mean",
+        columns: dict[str, str] | None = None, annotators: str = "expert",
+        scores: str | Path | None = None) -> dict[str, Any]:
     """Meta-evaluate the metric table at ``path`` into the folder ``out``.
 
     Returns what ``summary.json`` holds plus the data frames (``table``, ``rankings``,
-    and with ``ratings`` ``human_correlations``, ``kappas``, ``system_ratings``) and the
-    Markdown report (``markdown``). Raises :class:`MetaEvalError` on unusable input.
+    ``matrix``, ``data`` (the table correlated), and with ratings ``human_correlations``,
+    ``kappas``, ``alphas``, ``system_ratings``) and the Markdown report (``markdown``).
+    ``consensus`` pools annotators (mean, median, majority); ``columns``,
+    ``annotators`` and ``scores`` are :func:`.inputs.load_inputs`'s. Raises
+    :class:`MetaEvalError` on unusable input.
     """
+    if consensus not in CONSENSUS_METHODS:
+        raise MetaEvalError(f"unknown consensus {consensus!r}; expected one of {', '.join(CONSENSUS_METHODS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    df, counts = load_table(path, fmt, human, require_human=ratings is None)
+    df, counts, rdf = load_inputs(path, fmt, human, ratings, columns=columns, annotators=annotators, scores=scores)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
                            blanc_model=blanc_model, progress=progress) if compute else {}
@@ -92,33 +108,38 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     if missing:
         raise MetaEvalError(f"metric column(s) {missing} not in the data")
     extra: dict[str, Any] = {}
-    if ratings is not None:
-        rdf, rcounts = load_ratings(ratings)
-        counts.update(rcounts)
+    if rdf is not None:
         if "human" not in df.columns:
             # For the rankings, heat map and overall table: the consensus rating averaged
             # over the per-summary aspects (per-sample aspects say nothing of a system).
             overall = rdf[rdf["system"] != ""].assign(aspect="all")
-            df = attach_human(df, human_scores(overall, "all", CONSENSUS))
-            counts["human"] = "mean consensus rating over the per-summary aspects (--ratings)"
-        extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed),
-                 "kappas": kappa_table(rdf), "system_ratings": system_ratings(rdf)}
+            df = attach_human(df, human_scores(overall, "all", CONSENSUS, consensus))
+            counts["human"] = f"{consensus} consensus of the annotators' mean over the per-summary aspects"
+        extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed,
+                                                            consensus=consensus),
+                 "kappas": kappa_table(rdf), "alphas": alpha_table(rdf),
+                 "system_ratings": system_ratings(rdf, consensus)}
     counts["nan_human"] = int(pd.to_numeric(df["human"], errors="coerce").isna().sum())
     table = correlation_table(df, cols, n_boot=n_boot, seed=seed)
     matrix = spearman_matrix(df, cols + ["human"])
+    matrix.attrs.update(coefficient="spearman", level="summary_pooled")
     ranks = rankings(df, ["human"] + cols)
     summary: dict[str, Any] = {"input": str(path), "counts": counts, "metrics": cols, "compute": info,
                                "bootstrap": n_boot, "seed": seed,
-                               "ratings": None if ratings is None else str(ratings)}
+                               "ratings": None if ratings is None else str(ratings),
+                               "consensus": consensus if rdf is not None else None}
     if kappa:
         summary["kappa"] = annotator_kappa(df, kappa)
-    markdown = write_outputs(out, summary, table, ranks, matrix, extra if ratings is not None else None)
+    markdown = write_outputs(out, summary, table, ranks, matrix, extra if rdf is not None else None)
     summary["table"] = table
     summary["rankings"] = ranks
+    summary["matrix"] = matrix
+    summary["data"] = df
     summary.update(extra)
     summary["markdown"] = markdown
     return summary
 
 
-__all__ = ["MetaEvalError", "compute_metrics", "computable", "load_ratings", "load_table", "metric_columns",
+__all__ = ["MetaEvalError", "compute_metrics", "computable", "load_inputs", "load_ratings", "load_table",
+           "metric_columns",
            "ratings_correlations", "run"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,12 +85,20 @@ def fd_to_long(records: list[dict]) -> tuple[pd.DataFrame, dict[str, int]]:
     return pd.DataFrame(rows), {"systems": len(systems), "missing_cells": missing}
 
 
+def rename_columns(df: pd.DataFrame, columns: Mapping[str, str] | None) -> pd.DataFrame:
+    """``columns`` maps our names (doc_id, system, annotator, aspect, rating) to the file's."""
+    if not columns:
+        return df
+    return df.rename(columns={theirs: ours for ours, theirs in columns.items() if theirs in df.columns})
+
+
 def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
-               require_human: bool = True) -> tuple[pd.DataFrame, dict]:
+               require_human: bool = True, columns: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, dict]:
     """A long table (doc_id, system, reference, summary, human, metric columns) and counts.
 
     ``require_human=False`` (human ratings come from ``--ratings``) accepts a table
-    without a human column.
+    without a human column; ``columns`` names the file's columns where they differ
+    (:func:`rename_columns`).
     """
     path = Path(path)
     records = _read_records(path)
@@ -98,7 +106,7 @@ def load_table(path: str | Path, fmt: str = "auto", human: str = "human",
     if fmt == "fd":
         df, counts = fd_to_long(records)
     else:
-        df = pd.DataFrame(records)
+        df = rename_columns(pd.DataFrame(records), columns)
         for col in ("doc_id", "system"):
             if col not in df.columns:
                 raise MetaEvalError(f"long table {path} lacks the column {col!r}")
@@ -175,16 +183,26 @@ def flatten_ratings(values: Sequence[Any]) -> list[Any]:
     return out
 
 
-def load_ratings(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
+def load_ratings(path: str | Path | pd.DataFrame,
+                 columns: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Human ratings as a long table: doc_id, system, annotator, aspect, rating.
 
     ``system`` may be empty for an aspect rated once per sample (e.g. the speciality
     of a question); such a rating applies to every system's summary of that sample.
     ``annotator`` may be absent (one annotator). Non-numeric ratings are counted and
-    dropped.
+    dropped. A wide file (``annotator`` but no ``aspect`` and ``rating`` columns) has one
+    row per annotator and summary and one column per aspect: every column other than
+    doc_id, system and annotator. ``columns`` names the file's columns where they differ. A
+    data frame (from a converter) is taken as it is.
     """
-    path = Path(path)
-    df = pd.DataFrame(_read_records(path))
+    if isinstance(path, pd.DataFrame):
+        df, path = path.copy(), "the converted ratings"
+    else:
+        path = Path(path)
+        df = rename_columns(pd.DataFrame(_read_records(path)), columns)
+    if "aspect" not in df.columns and "rating" not in df.columns and {"doc_id", "annotator"} <= set(df.columns):
+        keys = [c for c in ("doc_id", "system", "annotator") if c in df.columns]
+        df = df.melt(id_vars=keys, var_name="aspect", value_name="rating")
     missing = [c for c in ("doc_id", "aspect", "rating") if c not in df.columns]
     if missing:
         raise MetaEvalError(f"ratings file {path} lacks the column(s) {missing}; "
@@ -203,5 +221,47 @@ def load_ratings(path: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
                 "annotators": df["annotator"].nunique(), "aspects": df["aspect"].nunique()}
 
 
-__all__ = ["RATING_COLUMNS", "detect_format", "fd_to_long", "flatten_ratings", "load_ratings", "load_table",
-           "metric_columns"]
+def load_inputs(path: str | Path, fmt: str = "auto", human: str = "human", ratings: str | Path | None = None,
+                columns: Mapping[str, str] | None = None, annotators: str = "expert",
+                scores: str | Path | None = None) -> tuple[pd.DataFrame, dict, pd.DataFrame | None]:
+    """(metric table, counts, ratings or None) from any input meta-eval reads.
+
+    ``fmt`` ``summeval`` / ``dialsummeval`` converts a release
+    (:mod:`.converters`), whose ratings come with it; otherwise the table is
+    :func:`load_table`'s and the ratings ``ratings``'s. ``scores`` adds metric
+    columns: a long CSV/JSONL table joined on (doc_id, system), or for DialSummEval
+    its ``models_eval_new`` folder.
+    """
+    from custom_metrics.analysis.meta_eval import converters
+
+    rdf = None
+    if fmt in converters.FORMATS:
+        df, rdf = converters.summeval(path, annotators) if fmt == "summeval" else converters.dialsummeval(path)
+        if df.empty:
+            raise MetaEvalError(f"{path}: no summaries in the {fmt} file")
+        _check_long_table(df, Path(path))
+        counts = {"systems": int(df["system"].nunique()), "missing_cells": int(
+            df["doc_id"].nunique() * df["system"].nunique() - len(df)), "format": fmt, "rows": len(df)}
+    else:
+        df, counts = load_table(path, fmt, human, require_human=ratings is None, columns=columns)
+    if scores is not None:
+        if Path(scores).is_dir():
+            df = converters.dialsummeval_scores(scores, df)
+        else:
+            extra = rename_columns(pd.DataFrame(_read_records(Path(scores))), columns)
+            _check_long_table(extra, Path(scores))
+            df = df.merge(extra.drop(columns=[c for c in extra.columns if c in df.columns
+                                              and c not in ("doc_id", "system")]),
+                          on=["doc_id", "system"], how="left")
+    if ratings is not None:
+        if rdf is not None:
+            raise MetaEvalError(f"a {fmt} file brings its own ratings; --ratings is for the fd and long formats")
+        rdf = ratings
+    if rdf is not None:
+        rdf, rcounts = load_ratings(rdf, columns)
+        counts.update(rcounts)
+    return df, counts, rdf
+
+
+__all__ = ["RATING_COLUMNS", "detect_format", "fd_to_long", "flatten_ratings", "load_inputs", "load_ratings",
+           "load_table", "metric_columns", "rename_columns"]

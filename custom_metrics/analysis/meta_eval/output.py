@@ -20,10 +20,11 @@ from custom_metrics.analysis.meta_eval.tables import CONSENSUS
 from custom_metrics.analysis.stats.levels import LEVELS, METHODS
 
 def ratings_markdown(corr: pd.DataFrame, kappas: pd.DataFrame, sys_table: pd.DataFrame,
-                     method: str = "spearman", level: str = "summary_pooled") -> list[str]:
-    md = ["## Per-system mean human ratings (consensus)", "",
+                     method: str = "spearman", level: str = "summary_pooled", consensus: str = "mean",
+                     alphas: pd.DataFrame | None = None) -> list[str]:
+    md = [f"## Per-system mean human ratings (consensus: {consensus})", "",
           sys_table.round(3).to_markdown() if _has_tabulate() else sys_table.round(3).to_string(), "",
-          f"## Metric vs human ({method}, {level.replace('_', ' ')}; consensus of annotators)", ""]
+          f"## Metric vs human ({method}, {level.replace('_', ' ')}; {consensus} consensus of annotators)", ""]
     c = corr[(corr["annotator"] == CONSENSUS) & (corr["method"] == method) & (corr["level"] == level)]
     aspects = sorted(c["aspect"].unique())
     md.append("| metric | " + " | ".join(aspects) + " |")
@@ -39,6 +40,12 @@ def ratings_markdown(corr: pd.DataFrame, kappas: pd.DataFrame, sys_table: pd.Dat
     for _, r in kappas.iterrows():
         md.append(f"| {r['aspect']} | {r['annotator_a']} vs {r['annotator_b']} | {r['n_items']} | "
                   f"{_fmt(r['kappa'])} | {_fmt(r['kappa_quadratic'])} |")
+    if alphas is not None and len(alphas):
+        md += ["", "## Inter-annotator agreement (Krippendorff's alpha, all annotators)", "",
+               "| aspect | annotators | items | alpha (interval) | alpha (ordinal) |", "|---|---|---|---|---|"]
+        for _, r in alphas.iterrows():
+            md.append(f"| {r['aspect']} | {r['annotators']} | {r['n_items']} | {_fmt(r['alpha_interval'])} | "
+                      f"{_fmt(r['alpha_ordinal'])} |")
     return md
 
 
@@ -115,7 +122,11 @@ def write_outputs(out: Path, summary: dict[str, Any], table: pd.DataFrame, ranks
         corr.to_csv(out / "human_correlations.csv", index=False)
         kappas.to_csv(out / "kappa.csv", index=False)
         sys_table.to_csv(out / "system_ratings.csv")
-        rating_md = ratings_markdown(corr, kappas, sys_table)
+        alphas = ratings.get("alphas")
+        if alphas is not None:
+            alphas.to_csv(out / "alpha.csv", index=False)
+        rating_md = ratings_markdown(corr, kappas, sys_table, consensus=summary.get("consensus") or "mean",
+                                     alphas=alphas)
     table.to_csv(out / "correlations.csv", index=False)
     ranks.to_csv(out / "rankings.csv")
     matrix.to_csv(out / "spearman_matrix.csv")

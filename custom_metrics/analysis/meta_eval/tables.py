@@ -12,10 +12,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from custom_metrics.analysis.meta_eval.inputs import flatten_ratings
-from custom_metrics.analysis.stats.agreement import cohen_kappa, weighted_kappa
+from custom_metrics.analysis.stats.agreement import cohen_kappa, krippendorff_alpha, weighted_kappa
+from custom_metrics.analysis.stats.consensus import consensus as pool
 from custom_metrics.analysis.stats.levels import correlation_table
 
 CONSENSUS = "consensus"
@@ -37,18 +39,22 @@ def rankings(df: pd.DataFrame, columns: Sequence[str],
     return out.sort_values(f"{columns[0]}_rank")
 
 
-def human_scores(ratings: pd.DataFrame, aspect: str, who: str) -> pd.DataFrame:
+def human_scores(ratings: pd.DataFrame, aspect: str, who: str, consensus: str = "mean") -> pd.DataFrame:
     """(doc_id, system, human) for one aspect: one annotator's rating, or the consensus.
 
-    The consensus is the mean over annotators of each annotator's rating of the item
-    (an annotator who rated an item twice counts once, by their mean).
+    The consensus pools each annotator's rating of the item (an annotator who rated an
+    item twice counts once, by their mean) with ``consensus`` (mean, median or majority,
+    :func:`custom_metrics.analysis.stats.consensus.consensus`).
     """
     r = ratings[ratings["aspect"] == aspect]
     per = r.groupby(["doc_id", "system", "annotator"], sort=False)["rating"].mean().reset_index()
     if who != CONSENSUS:
         per = per[per["annotator"] == who]
-    return per.groupby(["doc_id", "system"], sort=False)["rating"].mean().reset_index().rename(
-        columns={"rating": "human"})
+        return per.groupby(["doc_id", "system"], sort=False)["rating"].mean().reset_index().rename(
+            columns={"rating": "human"})
+    wide = per.pivot_table(index=["doc_id", "system"], columns="annotator", values="rating", sort=False)
+    return pd.DataFrame({"doc_id": wide.index.get_level_values(0), "system": wide.index.get_level_values(1),
+                         "human": pool(wide.to_numpy(float), consensus)})
 
 
 def attach_human(df: pd.DataFrame, human: pd.DataFrame) -> pd.DataFrame:
@@ -79,14 +85,30 @@ def kappa_table(ratings: pd.DataFrame) -> pd.DataFrame:
                                        "kappa_quadratic"])
 
 
-def system_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
+def alpha_table(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Krippendorff's alpha per aspect over all annotators, interval and ordinal.
+
+    ``n_items`` counts the items at least two annotators rated (the only ones alpha uses).
+    """
+    rows = []
+    for aspect, r in ratings.groupby("aspect", sort=True):
+        wide = r.groupby(["doc_id", "system", "annotator"])["rating"].mean().unstack("annotator")
+        data = wide.to_numpy(float).T
+        rows.append({"aspect": aspect, "annotators": wide.shape[1],
+                     "n_items": int((np.isfinite(data).sum(0) >= 2).sum()),
+                     "alpha_interval": krippendorff_alpha(data, "interval"),
+                     "alpha_ordinal": krippendorff_alpha(data, "ordinal")})
+    return pd.DataFrame(rows, columns=["aspect", "annotators", "n_items", "alpha_interval", "alpha_ordinal"])
+
+
+def system_ratings(ratings: pd.DataFrame, consensus: str = "mean") -> pd.DataFrame:
     """Mean consensus rating per system and aspect (the paper's Table 2), with item counts.
 
     Per-sample aspects (system '') are reported on a row named ``(per sample)``.
     """
     parts = []
     for aspect in sorted(ratings["aspect"].unique()):
-        h = human_scores(ratings, aspect, CONSENSUS)
+        h = human_scores(ratings, aspect, CONSENSUS, consensus)
         h["system"] = h["system"].replace("", "(per sample)")
         g = h.groupby("system")["human"].agg(["mean", "count"])
         parts.append(g.rename(columns={"mean": aspect, "count": f"{aspect}_n"}))
@@ -94,13 +116,14 @@ def system_ratings(ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def ratings_correlations(df: pd.DataFrame, ratings: pd.DataFrame, metrics: Sequence[str], *,
-                         n_boot: int, seed: int) -> pd.DataFrame:
-    """Every metric vs every aspect, per annotator and for the consensus, all levels/methods."""
+                         n_boot: int, seed: int, consensus: str = "mean") -> pd.DataFrame:
+    """Every metric vs every aspect, per annotator and for the consensus (pooled by
+    ``consensus``), all levels/methods."""
     tables = []
     annotators = sorted(ratings["annotator"].unique())
     for aspect in sorted(ratings["aspect"].unique()):
         for who in [*annotators, CONSENSUS]:
-            merged = attach_human(df, human_scores(ratings, aspect, who))
+            merged = attach_human(df, human_scores(ratings, aspect, who, consensus))
             t = correlation_table(merged, metrics, n_boot=n_boot, seed=seed)
             t.insert(0, "annotator", who)
             t.insert(0, "aspect", aspect)
@@ -118,5 +141,5 @@ def annotator_kappa(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
     return {"annotators": [a, b], "kappa": None, "n_items": 0, "note": "annotator column(s) missing"}
 
 
-__all__ = ["CONSENSUS", "LOWER_IS_BETTER", "annotator_kappa", "attach_human", "human_scores", "kappa_table",
+__all__ = ["CONSENSUS", "LOWER_IS_BETTER", "alpha_table", "annotator_kappa", "attach_human", "human_scores", "kappa_table",
            "rankings", "ratings_correlations", "system_ratings"]

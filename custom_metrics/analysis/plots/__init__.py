@@ -7,7 +7,8 @@ shown on screen. The API is what the ``domsum`` commands call, so it is kept sta
 * :func:`heatmap` draws an annotated matrix, square or not (vocabulary overlap,
   cross-domain scores and their differences);
 * :func:`bar_chart` draws grouped bars with error bars (scores per domain and system);
-* :func:`distribution_plot` draws per-document score distributions per system.
+* :func:`distribution_plot` draws per-document score distributions per system;
+* :func:`scatter_plot` draws paired values, one panel per series (metric vs human).
 
 Why :class:`NothingToPlot`: a figure with no data (an all-n/a matrix, a radar with one
 polygon) looks like a result but says nothing, and an empty PNG next to real ones is
@@ -19,7 +20,7 @@ Missing values (``nan``) are never drawn as 0 where that could be read as a scor
 heat-map cells show grey "n/a", bars are left out and marked "n/a".
 
 The figures live one kind per module (:mod:`.radar_charts`, :mod:`.heatmaps`,
-:mod:`.bar_charts`, :mod:`.distributions`) over a shared :mod:`.style`; this package is
+:mod:`.bar_charts`, :mod:`.distributions`, :mod:`.scatter`) over a shared :mod:`.style`; this package is
 their API. Each ``*_figure`` builds its figure without saving it (tests inspect it).
 """
 
@@ -38,6 +39,7 @@ from custom_metrics.analysis.plots.heatmaps import (  # noqa: E402
     heatmap_limits,
 )
 from custom_metrics.analysis.plots.radar_charts import radar_chart, radar_figure  # noqa: E402
+from custom_metrics.analysis.plots.scatter import scatter_figure, scatter_plot  # noqa: E402
 from custom_metrics.analysis.plots.style import (  # noqa: E402
     DIVERGING_CMAP,
     DPI,
@@ -50,4 +52,4 @@ from custom_metrics.analysis.plots.style import (  # noqa: E402
 
 __all__ = ["DIVERGING_CMAP", "DPI", "MASK_COLOUR", "NA_COLOUR", "SEQUENTIAL_CMAP", "NothingToPlot", "bar_chart",
            "bar_figure", "diagonal_mask", "distribution_figure", "distribution_plot", "heatmap", "heatmap_figure",
-           "heatmap_limits", "legend_label", "radar_chart", "radar_figure"]
+           "heatmap_limits", "legend_label", "radar_chart", "radar_figure", "scatter_figure", "scatter_plot"]

@@ -92,12 +92,12 @@ def _runs(labels: Sequence[str], groups: Mapping[str, str]) -> list[tuple[str, i
     return out
 
 
-def _cell_text(v: float, diverging: bool) -> str:
+def _cell_text(v: float, diverging: bool, digits: int = 1) -> str:
     if not math.isfinite(v):
         return "n/a"
-    if diverging and round(v, 1) != 0:
-        return f"{v:+.1f}"
-    return f"{abs(v) if round(v, 1) == 0 else v:.1f}"
+    if diverging and round(v, digits) != 0:
+        return f"{v:+.{digits}f}"
+    return f"{abs(v) if round(v, digits) == 0 else v:.{digits}f}"
 
 
 def heatmap(path: str | Path, title: str, labels: Sequence[str],
@@ -106,7 +106,7 @@ def heatmap(path: str | Path, title: str, labels: Sequence[str],
     """Annotated heat map of ``matrix`` (rows x columns; cell text: one decimal).
 
     ``options`` are the keywords of :func:`heatmap_figure` (``row_labels``, ``vmin``, ``vmax``, ``mask_diagonal``, ``diverging``, ``groups``,
-    ``outline_diagonal``):
+    ``outline_diagonal``, ``digits``, ``zero_means``):
 
     * ``labels`` name the columns, ``row_labels`` the rows (default: ``labels``); the
       matrix need not be square.
@@ -120,6 +120,8 @@ def heatmap(path: str | Path, title: str, labels: Sequence[str],
     * ``groups``: label -> group name (e.g. domain -> level), for rows and columns;
       consecutive runs of one group are separated by lines and named above the
       columns / right of the rows.
+    * ``digits``: decimals of the cell text (1; correlations read better with 2);
+      ``zero_means``: what 0 is on a diverging colour bar ("no difference").
     * ``nan`` cells are grey with "n/a". A legend below the map explains the cell
       kinds that occur. Colour limits: :func:`heatmap_limits`.
 
@@ -141,6 +143,8 @@ def heatmap_figure(
     diverging: bool = False,
     groups: Mapping[str, str] | None = None,
     outline_diagonal: bool = False,
+    digits: int = 1,
+    zero_means: str = "no difference",
 ) -> Figure:
     """The figure of :func:`heatmap`, not saved (tests inspect it)."""
     cols = [str(c) for c in labels]
@@ -185,7 +189,7 @@ def heatmap_figure(
             else:
                 r, g, b, _ = cmap(norm(v))
                 colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
-            ax.text(j, i, _cell_text(v, diverging), ha="center", va="center",
+            ax.text(j, i, _cell_text(v, diverging, digits), ha="center", va="center",
                     fontsize=fontsize, color=colour)
             if outline_diagonal and same[i, j]:
                 ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False,
@@ -211,7 +215,7 @@ def heatmap_figure(
                     fontsize=9, fontweight="bold", clip_on=False)
 
     cbar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.08 if grouped_rows else 0.04)
-    cbar.set_label(value_label + (" (0 = no difference)" if diverging else ""), fontsize=9)
+    cbar.set_label(value_label + (f" (0 = {zero_means})" if diverging else ""), fontsize=9)
     handles = []
     if (~finite).any():
         handles.append(Patch(facecolor=NA_COLOUR, edgecolor="0.6", label="n/a: no value"))

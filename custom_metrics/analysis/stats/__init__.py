@@ -12,7 +12,8 @@ the same resampling rule, the same pair-dropping rule, the same p-value conventi
 * :mod:`.correlation` — Pearson / Spearman / Kendall coefficients and p-values;
 * :mod:`.levels` — metric-human correlation at summary level (pooled, per document) and
   system level, with bootstrap intervals (meta-evaluation tables);
-* :mod:`.agreement` — Cohen's kappa, unweighted and weighted.
+* :mod:`.agreement` — Cohen's kappa, unweighted and weighted; Krippendorff's alpha;
+* :mod:`.consensus` — one score per item from several annotators (mean, median, majority).
 
 Import from the submodules: this package imports none of them, so the light ones
 (:mod:`.correlation` on the scoring path) never pull in pandas or scipy.

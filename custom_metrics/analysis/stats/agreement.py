@@ -1,10 +1,18 @@
-"""Inter-annotator agreement: Cohen's kappa, unweighted and weighted.
+"""Inter-annotator agreement: Cohen's kappa (unweighted and weighted) between two
+annotators, and Krippendorff's alpha (interval and ordinal) over any number.
 
 Why here and not in meta-eval: kappa is a statistic of two rating lists like any
 correlation; meta-eval's ``--kappa`` and ``--ratings`` tables call it, and so can any
 analysis of two annotators. Items either annotator left empty (None / NaN) are left out;
 categories are the ratings both gave, compared after rounding to 6 decimals (so 0.1 + 0.2
 and 0.3 are one category).
+
+Why alpha beside kappa: kappa compares two fixed annotators who rated every item;
+Krippendorff's alpha takes any number of annotators, items rated by only some of them,
+and a level of measurement (interval: the size of a disagreement counts; ordinal: only
+the ranks between the two values do), which is what 1-5 summary ratings by three experts
+or five crowd workers are. It is computed by the ``krippendorff`` package (Castro's
+implementation of Krippendorff 2011).
 """
 
 from __future__ import annotations
@@ -67,4 +75,25 @@ def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str = "quadratic
     return (float("nan") if denom == 0 else 1.0 - float((w * obs).sum()) / denom), n
 
 
-__all__ = ["cohen_kappa", "weighted_kappa"]
+def krippendorff_alpha(reliability: Sequence[Sequence[Any]] | np.ndarray, level: str = "interval") -> float:
+    """Krippendorff's alpha of a reliability matrix: one row per annotator, one column
+    per item, NaN / None where an annotator did not rate the item.
+
+    ``level`` is ``"interval"`` or ``"ordinal"`` (or ``"nominal"`` / ``"ratio"``).
+    Items with fewer than two ratings carry no pairable value and are ignored. NaN
+    when nothing is pairable or every rating has the same value (alpha is then 0/0).
+    """
+    import krippendorff
+
+    data = np.array([[np.nan if v is None else float(v) for v in row] for row in reliability], dtype=float) \
+        if not isinstance(reliability, np.ndarray) else reliability.astype(float)
+    if data.ndim != 2 or data.shape[0] < 2:
+        return float("nan")
+    pairable = (np.isfinite(data).sum(0) >= 2)
+    values = data[:, pairable]
+    if values.size == 0 or len(np.unique(values[np.isfinite(values)])) < 2:
+        return float("nan")
+    return float(krippendorff.alpha(reliability_data=values, level_of_measurement=level))
+
+
+__all__ = ["cohen_kappa", "krippendorff_alpha", "weighted_kappa"]
