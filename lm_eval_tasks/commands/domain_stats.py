@@ -43,7 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "selected domains together (default: none with --subsets, else level)")
     ap.add_argument("--splits", default="test", help="comma-separated splits, pooled")
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local mirror (default: $DOMSUM_DATA_DIR, else hub)")
-    ap.add_argument("--out", type=Path, default=Path("out/domain_stats"), help="output folder")
+    ap.add_argument("--out", type=Path,
+                    help="output folder (unset: out/domain_stats, with --synthetic out/domain_stats_synthetic)")
     ap.add_argument("--profile", choices=PROFILES, default="domainsum")
     ap.add_argument("--tokenizer", choices=sorted(TOKENIZERS),
                     help="word tokenizer (default: the profile's: "
@@ -81,6 +82,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         v = getattr(args, name)
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.out is None:  # a timing run must not replace the statistics `domsum correlate` reads
+        args.out = Path("out/domain_stats_synthetic" if args.synthetic else "out/domain_stats")
     if args.group_by is None:
         args.group_by = "none" if args.subsets else "level"
     return args

@@ -234,17 +234,19 @@ def _load_hub_split(
         )
     if split not in src.splits:
         raise DataError(f"{_where(task)}{benchmark}/{subset} has no {split!r} split")
-    import datasets  # heavy: imported only when the hub is really used
+    from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
 
     hub_split = src.splits[split]
+    what = f"{_where(task)}{hub_path or src.path} ({src.name}) split {hub_split!r}"
+    if (reason := unreachable(what)) is not None:
+        raise DataError(reason)
+    import datasets  # heavy: imported only when the hub is really used
+
     try:
         ds = datasets.load_dataset(hub_path or src.path, src.name, split=hub_split)
     except Exception as exc:  # network, auth, missing config ...
-        raise DataError(
-            f"{_where(task)}could not load {hub_path or src.path} ({src.name}) split "
-            f"{hub_split!r} from the hub: {exc}. Without internet, build a local mirror "
-            f"with `{PREPARE_HINT}` and set data_dir or ${ENV_DATA_DIR}."
-        ) from exc
+        raise DataError(f"could not load {what} from the hub ({one_line(exc)}); without internet, "
+                        f"{OFFLINE_HINT}.") from exc
     for col in (src.document, src.summary):
         if col not in ds.column_names:
             raise DataError(

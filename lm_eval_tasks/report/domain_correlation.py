@@ -145,6 +145,12 @@ def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path
     stats = load_stats(stats_path)
     if res.frame.empty or not (res.frame["metric"] == metric).any():
         res.problems.append(f"no '{metric}' values in the result folders")
+    evaluated = set() if res.frame.empty else set(res.frame.loc[res.frame["benchmark"] == "domainsum", "domain"])
+    if evaluated and not evaluated & set(stats.index):
+        # e.g. a later `domain-stats` run (another selection, --synthetic) wrote into the same folder
+        raise AnalysisError(f"{stats_path} holds statistics for {', '.join(map(str, stats.index)) or 'no domain'}, "
+                            f"none of the evaluated domains ({', '.join(sorted(evaluated))}): point --stats at the "
+                            f"domain_stats.json of `domsum domain-stats` over those domains")
     detail = correlation_runs(res.frame, stats, metric)
     avg = average(detail)
     out.mkdir(parents=True, exist_ok=True)

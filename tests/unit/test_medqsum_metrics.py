@@ -127,7 +127,7 @@ def test_battery_hub_id_unavailable_offline(monkeypatch):
     res = medqsum_battery(["What causes a cough?"], ["What causes a cough?"], ["I cough."],
                           config={"mauve_model": "no-such-org/no-such-model", "metrics": ["mauve", "chrf"]})
     reason = next(s["reason"] for s in res["skipped"] if s["metric"] == "mauve")
-    assert "no-such-org/no-such-model" in reason and "huggingface-cli download" in reason
+    assert "no-such-org/no-such-model" in reason and "hf download no-such-org/no-such-model" in reason
     assert res["chrf"] == pytest.approx(100.0)
 
 
