@@ -2,7 +2,8 @@
 
 * ``bars_<benchmark>_<key>``: the key per subset, one bar per system and setting, error
   bars the tables' bootstrap intervals.
-* ``dist_<benchmark>_<key>``: the per-document scores of each system and setting.
+* ``dist_<benchmark>_<key>``: the per-document scores of each system and setting, one box
+  per subset.
 * ``radar_<benchmark>``: the eight DomainSum domain-characteristic measures of each
   subset (:func:`custom_metrics.measures.domain_measures`), computed from the documents
   and reference summaries the runs logged.
@@ -122,19 +123,24 @@ def _bars(figs: Figures, builder: Builder, benchmark: str, runs: list[Run], key:
 
 
 def _distribution(figs: Figures, builder: Builder, benchmark: str, runs: list[Run], key: str, name: str) -> None:
-    series: dict[str, list[float]] = {}
+    """Per-document scores, one box per system and setting within each subset: documents of
+    different subsets are never pooled in one box (their scores are not one population)."""
+    groups: dict[str, dict[str, list[float]]] = {}
     k = scale(key)
-    for label in _series(runs):
-        vals = [float(v) * k for r in runs if r.series == label
-                for v in r.per_doc(key).values() if v is not None and math.isfinite(float(v))]
-        if vals:
-            series[label] = vals
+    for subset in subsets_of(runs, benchmark):
+        for label in _series(runs):
+            vals = [float(v) * k for r in runs if r.series == label and r.subset == subset
+                    for v in r.per_doc(key).values() if v is not None and math.isfinite(float(v))]
+            if vals:
+                groups.setdefault(subset, {})[label] = vals
     title = f"{paper(benchmark)}: per-document {name}"
-    if all_zero(v for vals in series.values() for v in vals):
+    if all_zero(v for boxes in groups.values() for vals in boxes.values() for v in vals):
         figs.skipped.append(f"{title}: not drawn (every document scores 0)")
         return
-    figs.draw(f"dist_{benchmark}_{key}", title, "Each point is one document's score; all subsets pooled.",
-              lambda p: plots.distribution_plot(p, title, series, name + (" (x100)" if k != 1 else "")))
+    figs.draw(f"dist_{benchmark}_{key}", title,
+              "One box per system and setting in each subset (quartiles, median, mean); each point is one "
+              "document's score; n: documents per box.",
+              lambda p: plots.distribution_plot(p, title, groups, name + (" (x100)" if k != 1 else "")))
 
 
 def _domain_texts(runs: list[Run], benchmark: str) -> dict[str, tuple[list[str], list[str]]]:

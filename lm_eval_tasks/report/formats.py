@@ -21,6 +21,12 @@ def fmt(value: float, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``n`` with ``noun`` in agreement: ``1 system``, ``2 systems``, ``0 systems``
+    (``plural`` where adding an s is wrong)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def md_escape(text: Any) -> str:
     """A table cell's text made safe for a Markdown table: ``|`` would end the cell and a
     line break the row. Backslashes right before a ``|`` are doubled, so the user's own
@@ -78,4 +84,4 @@ def write_table(out: Path, stem: str, header: Sequence[str], rows: Sequence[Sequ
     return out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.tex", md
 
 
-__all__ = ["fmt", "latex_table", "markdown_table", "md_escape", "write_table"]
+__all__ = ["counted", "fmt", "latex_table", "markdown_table", "md_escape", "write_table"]

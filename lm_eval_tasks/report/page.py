@@ -12,34 +12,52 @@ import base64
 import csv
 import html
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lm_eval_tasks.report.formats import markdown_table, write_table
+from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
 
 STYLE = """
+*,*::before,*::after{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
-color:#1f2328;line-height:1.45;padding:0 1rem}
+color:#1f2328;line-height:1.45;padding:0 1rem;overflow-wrap:anywhere}
 h1{font-size:1.7rem;margin-bottom:.2rem}h2{font-size:1.3rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de;
 padding-bottom:.3rem}h3{font-size:1.05rem;margin-top:1.6rem}
 .meta{color:#57606a;font-size:.9rem}
-.scroll{overflow-x:auto;margin:.6rem 0}
-table{border-collapse:collapse;font-size:.86rem;font-variant-numeric:tabular-nums}
+.scroll{overflow:auto;max-height:85vh;max-width:100%;width:fit-content;margin:.6rem 0;border:1px solid #d0d7de;
+background:linear-gradient(to right,#fff 40%,#fff0) left/2.5rem 100% no-repeat local,
+linear-gradient(to left,#fff 40%,#fff0) right/2.5rem 100% no-repeat local,
+radial-gradient(farthest-side at 0 50%,#0003,#0000) left/.9rem 100% no-repeat scroll,
+radial-gradient(farthest-side at 100% 50%,#0003,#0000) right/.9rem 100% no-repeat scroll}
+table{border-collapse:collapse;font-size:.86rem;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 th,td{border:1px solid #d0d7de;padding:.28rem .55rem;text-align:right;white-space:nowrap}
-th{background:#f6f8fa;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
-tr:nth-child(even) td{background:#fbfcfd}
+th{background:#f6f8fa;position:sticky;top:0;z-index:1;white-space:normal;min-width:3.5em;vertical-align:bottom}
+td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wrap:break-word}
+td:first-child,th:first-child{text-align:left}
+tr:first-child th{border-top:0}tr>:first-child{border-left:0}tr>:last-child{border-right:0}
+tr:last-child td{border-bottom:0}
 td.sig{font-weight:600;color:#0a6b2d}
 .caption{color:#57606a;font-size:.85rem;max-width:70rem}
-figure{margin:1.2rem 0;display:inline-block;vertical-align:top;max-width:100%}
+figure{margin:1.2rem 1rem 1.2rem 0;display:inline-block;vertical-align:top;max-width:calc(100% - 1rem)}
 figure img{max-width:100%;height:auto;border:1px solid #eaeef2}
 figcaption{color:#57606a;font-size:.85rem;max-width:46rem}
 ul.notes li{color:#6e4b00}
-nav ol{columns:2;font-size:.9rem}
+nav ol{list-style:none;padding:0;margin:.8rem 0;columns:2 22rem;column-gap:2.5rem;font-size:.9rem}
+nav li{display:flex;gap:.45rem;break-inside:avoid;margin:0 0 .2rem}
+nav li .n{flex:none;min-width:1.6em;text-align:right;color:#57606a}
+nav li a{min-width:0}
 """
+
+
+#: a cell of words (a name, a key), which may wrap, unlike numbers and intervals
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+#: cells of words longer than this may wrap (shorter ones keep their column narrow)
+WRAP_CHARS = 20
 
 
 def write_tables(out: Path, tables: Sequence[Table]) -> list[Path]:
@@ -88,17 +106,20 @@ def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str]) -> st
     return "\n".join(parts) + "\n"
 
 
+def _td(text: object, header: str = "") -> str:
+    """One cell: a significant p-value marked; long words (a system's name) may wrap, numbers may not."""
+    c = str(text)
+    cls = (' class="sig"' if (header == "p" or header.startswith("p (")) and c.endswith("*")
+           else ' class="t"' if len(c) > WRAP_CHARS and _WORDS.search(c) else "")
+    return f"<td{cls}>{html.escape(c)}</td>"
+
+
+
 def table_html(t: Table) -> str:
     """One table as HTML: a titled, anchored heading, caption, the table in a horizontal
     scroller (wide tables never hide columns), and its notes; significant p cells bold."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-    body = []
-    for row in t.rows:
-        cells = []
-        for h, c in zip(t.header, row):
-            cls = ' class="sig"' if (h == "p" or h.startswith("p (")) and c.endswith("*") else ""
-            cells.append(f"<td{cls}>{html.escape(c)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+    body = ["<tr>" + "".join(_td(c, h) for h, c in zip(t.header, row)) + "</tr>" for row in t.rows]
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in t.notes)
     return (f'<h3 id="{html.escape(t.name)}">{html.escape(t.title)}</h3>'
             + (f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else "")
@@ -115,9 +136,11 @@ def figure_html(f: Figure) -> str:
 
 
 def toc_html(entries: Sequence[tuple[str, str]]) -> str:
-    """The table of contents: ``(anchor, title)`` pairs as a linked list."""
-    return "<nav><ol>" + "".join(f'<li><a href="#{html.escape(a)}">{html.escape(t)}</a></li>'
-                                 for a, t in entries) + "</ol></nav>"
+    """The table of contents: ``(anchor, title)`` pairs as a numbered, linked list (the
+    number is text beside the title, so columns of entries never overlap)."""
+    items = "".join(f'<li><span class="n">{i}.</span><a href="#{html.escape(a)}">{html.escape(t)}</a></li>'
+                    for i, (a, t) in enumerate(entries, start=1))
+    return f'<nav aria-label="Contents"><ol>{items}</ol></nav>'
 
 
 def document(title: str, body: str) -> str:
@@ -141,14 +164,15 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
     systems = sorted({r.system.label for r in runs.runs})
     toc = toc_html([(t.name, t.title) for t in tables] + [("figures", "Figures"), ("runs", "Runs")])
     run_rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+        "<tr>" + "".join(_td(c) for c in (
             r.system.label, r.system.describe() or "—", r.task, r.setting, len(r.samples) or "n/a",
             r.results_file.name)) + "</tr>"
         for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
     figures = "".join(figure_html(f) for f in figs.drawn)
     all_notes = [*notes, *figs.skipped]
     return document(f"Evaluation report: {', '.join(systems)}", f"""<h1>Evaluation report</h1>
-<p class="meta">{len(runs.runs)} runs of {len(systems)} systems ({html.escape(", ".join(systems))}) from
+<p class="meta">{counted(len(runs.runs), "run")} of {counted(len(systems), "system")}
+({html.escape(", ".join(systems))}) from
 {html.escape(", ".join(sources))}; written {when} by <code>domsum report</code>.</p>
 {toc}
 <h2>Tables</h2>

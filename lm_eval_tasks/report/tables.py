@@ -36,6 +36,7 @@ from lm_eval_tasks import catalog
 from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
+from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents
 from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
@@ -165,10 +166,10 @@ class Builder:
             return [*own, "n/a"]
         shared = len(shared_documents(a, b))
         if shared == 0:
-            self.note(f"{what}: {names[0]} ({a.n} documents) and {names[1]} ({b.n}) share no document; "
+            self.note(f"{what}: {names[0]} ({counted(a.n, 'document')}) and {names[1]} ({b.n}) share no document; "
                       "not compared")
         elif shared < max(a.n, b.n):
-            notes.append(f"{what}: compared on the {shared} documents both runs logged ({names[0]} has "
+            notes.append(f"{what}: compared on the {counted(shared, 'document')} both runs logged ({names[0]} has "
                          f"{a.n}, {names[1]} {b.n}); the scores beside Δ are on those {shared}")
         for key, name in keys:
             c = self.compare(b, a, key) if key in a.values and key in b.values else None
@@ -349,12 +350,12 @@ class Builder:
                         continue  # one system across settings: the settings table tests it
                     shared = len(shared_documents(a, b))
                     if shared == 0:
-                        self.note(f"{benchmark} / {subset}: {a.series} ({a.n} documents) and {b.series} "
+                        self.note(f"{benchmark} / {subset}: {a.series} ({counted(a.n, 'document')}) and {b.series} "
                                   f"({b.n}) share no document; not compared")
                         continue
                     if shared < max(a.n, b.n):
                         notes.append(f"{benchmark} / {subset}: {a.series} and {b.series} compared on the "
-                                     f"{shared} documents both logged (of {a.n} and {b.n})")
+                                     f"{counted(shared, 'document')} both logged (of {a.n} and {b.n})")
                     for key, name in self.headline(benchmark):
                         if key not in a.values or key not in b.values:
                             continue

@@ -38,6 +38,7 @@ from typing import Any
 
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks.report.figures import Figures, draw_all
+from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
@@ -105,5 +106,5 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
                                      encoding="utf-8")
     steps.update(1)
     steps.close()
-    return Written(text, f"report: {final / 'report.html'} ({len(tables)} tables, {len(figs.drawn)} figures; "
-                         f"{len(files)} more files under {final})")
+    return Written(text, f"report: {final / 'report.html'} ({counted(len(tables), 'table')}, "
+                         f"{counted(len(figs.drawn), 'figure')}; {counted(len(files), 'more file')} under {final})")

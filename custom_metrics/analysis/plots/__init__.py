@@ -7,7 +7,8 @@ shown on screen. The API is what the ``domsum`` commands call, so it is kept sta
 * :func:`heatmap` draws an annotated matrix, square or not (vocabulary overlap,
   cross-domain scores and their differences);
 * :func:`bar_chart` draws grouped bars with error bars (scores per domain and system);
-* :func:`distribution_plot` draws per-document score distributions per system;
+* :func:`distribution_plot` draws per-document score distributions, one box per system and
+  subset;
 * :func:`scatter_plot` draws paired values, one panel per series (metric vs human).
 
 Why :class:`NothingToPlot`: a figure with no data (an all-n/a matrix, a radar with one
@@ -17,7 +18,8 @@ sentence saying why *before* writing anything; callers catch it and print or rec
 the sentence instead of a figure. No function ever writes an empty PNG.
 
 Missing values (``nan``) are never drawn as 0 where that could be read as a score:
-heat-map cells show grey "n/a", bars are left out and marked "n/a".
+heat-map cells show grey "n/a", bars are left out and marked "n/a"; a real 0, a bar of
+no height, is labelled "0.0" so it is not read as missing.
 
 The figures live one kind per module (:mod:`.radar_charts`, :mod:`.heatmaps`,
 :mod:`.bar_charts`, :mod:`.distributions`, :mod:`.scatter`) over a shared :mod:`.style`; this package is

@@ -15,7 +15,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from custom_metrics.analysis.plots.style import legend_label, NothingToPlot, save_png, series_colour
+from custom_metrics.analysis.plots.style import legend_below, legend_label, NothingToPlot, save_png, series_colour
+
+#: the label of a bar of height 0 (a score of 0, drawn as no bar at all)
+ZERO_LABEL = "0.0"
 
 
 def bar_chart(
@@ -32,8 +35,10 @@ def bar_chart(
     (distances, not bounds: for a confidence interval pass ``value - low`` and
     ``high - value``); a non-finite distance means no error bar for that bar, a
     negative one is a ValueError. A ``nan`` value draws no bar (a 0-height bar would
-    read as a score of 0) and is marked "n/a" at the baseline. The legend sits outside
-    the axes, so it never hides a bar.
+    read as a score of 0) and is marked "n/a" at the baseline; a value of exactly 0
+    draws a bar of no height, so it is labelled "0.0" at the baseline (an unlabelled
+    gap would read as a missing value). The legend sits below the axes, in as many
+    columns as fit, so it never hides a bar nor squeezes the axes beside long names.
 
     Raises :class:`NothingToPlot` when there is no category, no series, or no finite
     value at all.
@@ -76,9 +81,10 @@ def bar_figure(
     k = len(names)
     width = 0.8 / k
     x = np.arange(len(cats), dtype=float)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(cats) * max(1, k) ** 0.5 + 3.5), 4.8))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(cats) * max(1, k) ** 0.5 + 1.5), 4.8),
+                           layout="constrained")
     handles = []
-    na_marks = False
+    na_marks = zero_marks = False
     for i, n in enumerate(names):
         colour = series_colour(i, k)
         v = vals[n]
@@ -92,13 +98,19 @@ def bar_figure(
                    error_kw={"elinewidth": 1.0, "ecolor": "0.2"})
         for p in pos[~ok]:
             na_marks = True
-            ax.text(p, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color="0.4")
+            _baseline_mark(ax, p, "n/a", "0.4")
+        for p in pos[ok & (v == 0)]:
+            zero_marks = True
+            _baseline_mark(ax, p, ZERO_LABEL, colour)
         handles.append(Patch(facecolor=colour, label=legend_label(n) + ("" if ok.any() else " (n/a)")))
     if errs:
         handles.append(Line2D([], [], color="0.2", marker="_", markersize=10, linewidth=1.0,
                               label="error bars"))
     if na_marks:
         handles.append(Patch(facecolor="none", edgecolor="none", label="n/a: no value (no bar)"))
+    if zero_marks:
+        handles.append(Patch(facecolor="none", edgecolor="none",
+                             label=f"{ZERO_LABEL}: a score of 0 (bar of no height)"))
     finite_all = np.concatenate([v[np.isfinite(v)] for v in vals.values()])
     if (finite_all < 0).any():
         ax.axhline(0, color="0.3", linewidth=0.8)
@@ -110,7 +122,11 @@ def bar_figure(
     ax.set_title(title, fontsize=11)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8.5,
-              frameon=False)
-    fig.tight_layout()
+    legend_below(fig, handles)
     return fig
+
+
+def _baseline_mark(ax, x: float, text: str, colour) -> None:
+    """``text`` upright above the baseline at ``x``, a little clear of the axis line."""
+    ax.annotate(text, (x, 0), xytext=(0, 2), textcoords="offset points", rotation=90, ha="center",
+                va="bottom", fontsize=7, color=colour)

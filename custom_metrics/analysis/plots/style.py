@@ -55,6 +55,19 @@ def legend_label(name: object) -> str:
     return " " + text if text.startswith("_") else text
 
 
+def legend_below(fig, handles, fontsize: float = 8.5) -> None:
+    """The figure's legend under its axes, in as many columns as the figure's width holds.
+
+    Why below and not beside: system names are long (``org/model-name (2-shot)``); a
+    legend beside the axes takes the width the bars or boxes need, and the axes shrink
+    to a sliver. The figure must use the constrained layout, which makes room for it.
+    """
+    longest = max((len(h.get_label()) for h in handles), default=1)
+    entry_inches = (longest * 0.55 + 3.5) * fontsize / 72  # text (about 0.55 em a character) and its key
+    ncol = max(1, min(len(handles), int(fig.get_figwidth() // entry_inches)))
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+
+
 def save_png(fig, path: Path) -> Path:
     """Write ``fig`` as a PNG at ``path`` (folders made) and close it."""
     path.parent.mkdir(parents=True, exist_ok=True)
