@@ -21,13 +21,15 @@ Inputs (format detected, or ``--format``):
   consensus rating per system and aspect (Table 2 of the biomedical question
   summarization paper).
 
-Reported for every metric vs the human score: Pearson, Spearman and Kendall (scipy) at
-summary level pooled over all pairs (as the paper does) and averaged per document, and
-at system level (system means), each with a seeded bootstrap 95% CI (pairs resampled
-for pooled, documents for per-document and system level) and the number of pairs /
-documents / systems it used. Also the metric-by-metric Spearman heat map (PNG), the
-system rankings per metric side by side, and Cohen's kappa between two annotators
-(``--kappa A,B``: two columns holding ratings or lists of facet ratings).
+Reported for every metric vs the human score (:mod:`.correlations`): Pearson, Spearman,
+Kendall tau-b and tau-c at summary level (per document, averaged), system level
+(system means) and global level (all pairs pooled, as the FM paper does), each with a
+seeded percentile bootstrap 95% CI resampling systems, documents or both (Deutsch,
+Dror & Roth 2021) and the number of documents / systems / pairs it used; the paired
+permutation test (or Williams' test) between every two metrics; the metric-by-metric
+global Pearson matrix and heat map (the FM paper's Figure 3); the system rankings per
+metric side by side; and Cohen's kappa between two annotators (``--kappa A,B``: two
+columns holding ratings or lists of facet ratings).
 
 Bad input is counted, never fatal: NaN / missing scores drop only the pairs they touch,
 empty summaries and (document, system) cells missing from some rows are counted, and a
@@ -54,6 +56,7 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import MetaEvalError
 from custom_metrics.analysis.meta_eval.compute import compute_metrics, computable
+from custom_metrics.analysis.meta_eval.correlations import CorrelationResults, correlate_metrics
 from custom_metrics.analysis.meta_eval.inputs import load_ratings, load_table, metric_columns
 from custom_metrics.analysis.meta_eval.output import write_outputs
 from custom_metrics.analysis.meta_eval.tables import (
@@ -66,7 +69,6 @@ from custom_metrics.analysis.meta_eval.tables import (
     ratings_correlations,
     system_ratings,
 )
-from custom_metrics.analysis.stats.levels import correlation_table, spearman_matrix
 
 
 def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "human",
@@ -74,19 +76,29 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         seed: int = 0, kappa: Sequence[str] | None = None, judge_config: Any = None,
         bertscore_model: str | None = None, bertscore_layers: int | None = None,
         fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
-        blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
+        blanc_model: str | None = None, progress: bool | None = False, resampling: str = "both",
+        test: str = "permutation", test_level: str = "global", test_coefficient: str = "pearson",
+        rouge_stemming: bool | None = None, benchmark: str | None = None) -> dict[str, Any]:
     """Meta-evaluate the metric table at ``path`` into the folder ``out``.
 
-    Returns what ``summary.json`` holds plus the data frames (``table``, ``rankings``,
-    and with ``ratings`` ``human_correlations``, ``kappas``, ``system_ratings``) and the
-    Markdown report (``markdown``). Raises :class:`MetaEvalError` on unusable input.
+    Returns what ``summary.json`` holds plus the data frames (``table``: every
+    correlation; ``results``: the :class:`CorrelationResults` with one table per level,
+    the significance matrix and the metric matrix; ``rankings``; and with ``ratings``
+    ``human_correlations``, ``kappas``, ``system_ratings``) and the Markdown report
+    (``markdown``). ``resampling``: the bootstrap and permutation unit (``systems``,
+    ``documents``, ``both``); ``test``: ``permutation`` or ``williams`` at
+    ``test_level`` / ``test_coefficient``; ``rouge_stemming``: ``--compute rouge``'s
+    Porter stemming (None: the convention of ``benchmark`` when named, else the library
+    default; :func:`custom_metrics.rouge.stemming_for`), recorded in ``compute``.
+    Raises :class:`MetaEvalError` on unusable input.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df, counts = load_table(path, fmt, human, require_human=ratings is None)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
-                           blanc_model=blanc_model, progress=progress) if compute else {}
+                           blanc_model=blanc_model, progress=progress,
+                           rouge_stemming=rouge_stemming, benchmark=benchmark) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:
@@ -101,24 +113,26 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
             overall = rdf[rdf["system"] != ""].assign(aspect="all")
             df = attach_human(df, human_scores(overall, "all", CONSENSUS))
             counts["human"] = "mean consensus rating over the per-summary aspects (--ratings)"
-        extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed),
+        extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed,
+                                                            resampling=resampling, progress=progress),
                  "kappas": kappa_table(rdf), "system_ratings": system_ratings(rdf)}
     counts["nan_human"] = int(pd.to_numeric(df["human"], errors="coerce").isna().sum())
-    table = correlation_table(df, cols, n_boot=n_boot, seed=seed)
-    matrix = spearman_matrix(df, cols + ["human"])
+    results = correlate_metrics(df, cols, n_boot=n_boot, seed=seed, resampling=resampling, test=test,
+                                test_level=test_level, test_coefficient=test_coefficient, progress=progress)
     ranks = rankings(df, ["human"] + cols)
     summary: dict[str, Any] = {"input": str(path), "counts": counts, "metrics": cols, "compute": info,
-                               "bootstrap": n_boot, "seed": seed,
+                               "bootstrap": n_boot, "seed": seed, "statistics": results.settings,
                                "ratings": None if ratings is None else str(ratings)}
     if kappa:
         summary["kappa"] = annotator_kappa(df, kappa)
-    markdown = write_outputs(out, summary, table, ranks, matrix, extra if ratings is not None else None)
-    summary["table"] = table
+    markdown = write_outputs(out, summary, results, ranks, extra if ratings is not None else None)
+    summary["table"] = results.table
+    summary["results"] = results
     summary["rankings"] = ranks
     summary.update(extra)
     summary["markdown"] = markdown
     return summary
 
 
-__all__ = ["MetaEvalError", "compute_metrics", "computable", "load_ratings", "load_table", "metric_columns",
+__all__ = ["CorrelationResults", "MetaEvalError", "compute_metrics", "correlate_metrics", "computable", "load_ratings", "load_table", "metric_columns",
            "ratings_correlations", "run"]
