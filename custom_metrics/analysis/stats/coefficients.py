@@ -15,9 +15,10 @@ resample, or a pair with a missing value), and the result has shape ``w.shape[:-
 * Kendall tau-b / tau-c — ``S = sum_{i<j} w_i w_j sign(dx) sign(dy)`` over pairs of
   distinct items; copies of one item are tied in both. tau-b = ``S / sqrt((n0 - n1)(n0 - n2))``
   and tau-c = ``2 S / (N^2 (m - 1) / m)`` (``m`` the fewer distinct values of the two
-  sides), as ``scipy.stats.kendalltau(variant="b"|"c")``. Pairwise for up to
-  :data:`PAIRWISE_MAX` items; above that, scipy per resample on the expanded sample
-  (global level of a large table; O(k log k) each).
+  sides), as ``scipy.stats.kendalltau(variant="b"|"c")``. Values shared by every
+  resample (a bootstrap): one matrix product for all resamples (:data:`SHARED_MAX`);
+  otherwise pairwise for up to :data:`PAIRWISE_MAX` items, and above that scipy per
+  resample on the expanded sample (O(k log k) each).
 
 A coefficient is NaN with fewer than :data:`~.correlation.MIN_PAIRS` pairs (counting
 copies) or when a side does not vary (scipy's NaN for constant input).
@@ -36,6 +37,9 @@ COEFFICIENTS = ("pearson", "spearman", "kendall_b", "kendall_c")
 #: above this many items, Kendall goes through scipy per resample (the pairwise arrays
 #: would be k^2 / 2 per resample)
 PAIRWISE_MAX = 200
+#: Kendall of values shared by every resample (a bootstrap) goes through one k x k matrix
+#: product up to this many items (the matrix takes k^2 * 4 bytes)
+SHARED_MAX = 6000
 #: significant digits means are rounded to: equal multisets of values give equal means
 #: whatever the summation order (3.5 vs 3.5000000000000004), so a tie stays a tie
 MEAN_DIGITS = 12
@@ -81,20 +85,11 @@ def _pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.clip(r, -1.0, 1.0)
 
 
-def midranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Average ranks of every item in the expanded sample (module docstring), shape of ``w``.
-
-    ``x`` may be ``(k,)`` shared by all rows of ``w``: it is then sorted once.
-    """
-    x = np.asarray(x, dtype=float)
-    w = np.asarray(w, dtype=float)
+def _tie_groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sort order, first and last sorted position of each item's tie group) along the last axis."""
     order = np.argsort(x, axis=-1, kind="stable")
-    xs = np.take_along_axis(x, order, -1) if x.ndim else x
-    order_b = np.broadcast_to(order, w.shape) if order.shape != w.shape else order
-    xs = np.broadcast_to(xs, w.shape)
-    ws = np.take_along_axis(w, order_b, -1)
-    cum = np.cumsum(ws, -1)
-    k = w.shape[-1]
+    xs = np.take_along_axis(x, order, -1)
+    k = x.shape[-1]
     idx = np.arange(k)
     new = np.ones(xs.shape, dtype=bool)
     new[..., 1:] = xs[..., 1:] != xs[..., :-1]
@@ -102,12 +97,46 @@ def midranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     last[..., :-1] = new[..., 1:]
     start = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)
     end = np.flip(np.minimum.accumulate(np.flip(np.where(last, idx, k - 1), -1), axis=-1), -1)
-    before = np.where(start > 0, np.take_along_axis(cum, np.maximum(start - 1, 0), -1), 0.0)
-    total = np.take_along_axis(cum, end, -1) - before
-    ranks_sorted = before + (total + 1) / 2
-    out = np.empty(w.shape)
-    np.put_along_axis(out, order_b, ranks_sorted, -1)
-    return out
+    return order, start, end
+
+
+def _pearson_shared(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson of values shared by every resample: the six weighted moments of all
+    resamples are one matrix product (values centred first, against cancellation)."""
+    xc = x - x.mean(-1, keepdims=True)
+    yc = y - y.mean(-1, keepdims=True)
+    feats = np.stack([np.ones_like(xc), xc, yc, xc * xc, yc * yc, xc * yc], -1)  # (..., k, 6)
+    lead = x.ndim - 1
+    mom = np.matmul(np.moveaxis(w, 0, lead) if lead else w, feats)
+    mom = np.moveaxis(mom, lead, 0) if lead else mom
+    n, sx, sy, sxx, syy, sxy = np.moveaxis(mom, -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip((sxy - sx * sy / n) / np.sqrt((sxx - sx * sx / n) * (syy - sy * sy / n)), -1.0, 1.0)
+
+
+def _gather(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``take_along_axis(a, idx, -1)`` for an index shared by every resample (``a`` has one
+    leading resample axis more than ``idx``): one flat ``take``, no broadcast index array."""
+    if a.ndim != idx.ndim + 1:
+        return np.take_along_axis(a, np.broadcast_to(idx, a.shape), -1)
+    k = idx.shape[-1]
+    flat = (idx.reshape(-1, k) + k * np.arange(idx.size // k)[:, None]).ravel()
+    return np.take(a.reshape(len(a), -1), flat, axis=1).reshape(a.shape)
+
+
+def midranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Average ranks of every item in the expanded sample (module docstring), shape of ``w``.
+
+    ``x`` may have fewer leading axes than ``w`` (values shared by every resample): it is
+    then sorted and grouped once, and each resample costs a gather and a cumulative sum.
+    """
+    x = np.asarray(x, dtype=float)
+    w = np.asarray(w, dtype=float)
+    order, start, end = _tie_groups(x)
+    cum = np.cumsum(_gather(w, order), -1)
+    before = np.where(start > 0, _gather(cum, np.maximum(start - 1, 0)), 0.0)
+    total = _gather(cum, end) - before
+    return _gather(before + (total + 1) / 2, np.argsort(order, axis=-1))
 
 
 def _distinct(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -137,6 +166,34 @@ def _kendall_pairwise(x: np.ndarray, y: np.ndarray, w: np.ndarray, variant: str)
         return np.clip(s / np.sqrt((n0 - n1) * (n0 - n2)), -1.0, 1.0)
 
 
+def _group_weights(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Total weight of each tie group of ``v`` (shared by the rows of ``w``), one entry per
+    group (0 elsewhere), shape of ``w``."""
+    order, start, end = _tie_groups(v)
+    cum = np.cumsum(_gather(w, order), -1)
+    before = np.where(start > 0, _gather(cum, np.maximum(start - 1, 0)), 0.0)
+    return np.where(start == np.arange(w.shape[-1]), _gather(cum, end) - before, 0.0)
+
+
+def _kendall_shared(x: np.ndarray, y: np.ndarray, w: np.ndarray, variant: str) -> np.ndarray:
+    """Kendall of values shared by every resample (``x``, ``y`` with fewer leading axes
+    than ``w``): ``S = sum_i w_i (w @ M)_i`` with the fixed ``M[j, i] = [x_j < x_i] sign(y_i - y_j)``,
+    one matrix product for all resamples (exact in float32: whole numbers below 2^24)."""
+    lead = x.ndim - 1
+    m = ((x[..., None, :] > x[..., :, None]) * np.sign(y[..., None, :] - y[..., :, None])).astype(np.float32)
+    wt = np.moveaxis(w, 0, lead) if lead else w  # (*docs, resamples, k)
+    s = (np.matmul(wt.astype(np.float32), m).astype(float) * wt).sum(-1)
+    s = np.moveaxis(s, lead, 0) if lead else s
+    n = w.sum(-1)
+    gx, gy = _group_weights(x, w), _group_weights(y, w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if variant == "c":
+            k = np.minimum((gx > 0).sum(-1), (gy > 0).sum(-1))
+            return np.clip(2 * s / (n ** 2 * (k - 1) / k), -1.0, 1.0)
+        n0 = n * (n - 1) / 2
+        return np.clip(s / np.sqrt((n0 - (gx * (gx - 1) / 2).sum(-1)) * (n0 - (gy * (gy - 1) / 2).sum(-1))), -1.0, 1.0)
+
+
 def _kendall_scipy(x: np.ndarray, y: np.ndarray, w: np.ndarray, variant: str) -> np.ndarray:
     from scipy import stats as sps
 
@@ -160,12 +217,17 @@ def weighted_corr(x, y, w, coefficient: str) -> np.ndarray:
     x, w = _clean(x, w)
     y, _ = _clean(y, w)
     bad = _undefined(x, y, w)
-    if coefficient == "pearson":
+    shared = raw[0].ndim == raw[1].ndim < w.ndim  # values the same in every resample
+    if coefficient == "pearson" and shared:
+        r = _pearson_shared(np.nan_to_num(raw[0]), np.nan_to_num(raw[1]), w)
+    elif coefficient == "pearson":
         r = _pearson(x, y, w)
     elif coefficient == "spearman":
         # a side shared by every row (k,) is sorted once; NaN cells carry no weight
         rx, ry = (midranks(np.nan_to_num(v) if v.ndim < w.ndim else c, w) for v, c in zip(raw, (x, y)))
         r = _pearson(rx, ry, w)
+    elif shared and w.shape[-1] <= SHARED_MAX and w.sum(-1).max(initial=0) < 2 ** 24:
+        r = _kendall_shared(np.nan_to_num(raw[0]), np.nan_to_num(raw[1]), w, coefficient[-1])
     elif w.shape[-1] <= PAIRWISE_MAX:
         r = _kendall_pairwise(x, y, w, coefficient[-1])
     else:
