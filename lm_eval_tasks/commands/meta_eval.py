@@ -15,6 +15,10 @@ import sys
 from custom_metrics.analysis.meta_eval import MetaEvalError, computable, run
 from custom_metrics.analysis.meta_eval.inputs import RATING_COLUMNS as COLUMN_KEYS
 from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
+from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
+from custom_metrics.analysis.stats.levels import LEVELS
+from custom_metrics.analysis.stats.resampling import RESAMPLING, TESTS
+from custom_metrics.rouge import RELEASE_STEMMING
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.report.meta_eval_page import write_page
 from lm_eval_tasks.settings import judge_config, resolve
@@ -31,7 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all numeric)")
     ap.add_argument("--compute", default="",
                     help="comma-separated per-summary metrics to add: " + ",".join(computable()))
-    ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0 = no CI)")
+    ap.add_argument("--bootstrap", type=int, default=1000,
+                    help="bootstrap resamples for the CIs and permutations for the test (0 = none)")
+    ap.add_argument("--resample", choices=RESAMPLING, default="both",
+                    help="what the bootstrap and the permutation test resample (Deutsch et al. 2021)")
+    ap.add_argument("--test", choices=TESTS, default="permutation", help="metric-vs-metric test")
+    ap.add_argument("--test-level", choices=LEVELS, default="global", help="level of the metric-vs-metric test")
+    ap.add_argument("--test-coefficient", choices=COEFFICIENTS, default="pearson",
+                    help="coefficient of the metric-vs-metric test")
+    ap.add_argument("--benchmark", choices=sorted(RELEASE_STEMMING), default=None,
+                    help="--compute rouge stems as this benchmark's release does (unless rouge_stemming is set)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
     ap.add_argument("--ratings", default=None,
@@ -51,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fm-variant", choices=("zero", "few"), default=None,
                     help="FM prompts (default: metadata fm_variant, else zero)")
     ap.add_argument("--metadata", default="{}", help="JSON: judge_model, judge_base_url, bertscore_model, ...")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr) while --compute scores")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr)")
     return ap
 
 
@@ -78,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                       fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
                       ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
                       progress=resolve(meta, "progress"), consensus=args.consensus, columns=columns,
-                      annotators=args.annotators, scores=args.scores)
+                      annotators=args.annotators, scores=args.scores, resampling=args.resample, test=args.test,
+                      test_level=args.test_level, test_coefficient=args.test_coefficient,
+                      rouge_stemming=resolve(meta, "rouge_stemming"), benchmark=args.benchmark)
         page = write_page(args.out, summary)
     except MetaEvalError as exc:  # the library names the file and rows; one line, no traceback
         print(f"meta_eval: error: {exc}", file=sys.stderr)

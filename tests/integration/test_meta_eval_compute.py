@@ -63,9 +63,9 @@ def test_compute_sentence_level_battery_metrics(tmp_path, tiny_causal_lm):
     expected_bleu = [sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(df["summary"], df["reference"])]
     corr = s["human_correlations"]
     assert {"our_bleu", "our_chrf", "our_meteor", "our_perplexity"} <= set(corr["metric"])
-    got = corr[(corr.metric == "our_bleu") & (corr.annotator == "consensus") & (corr.level == "summary_pooled")
-               & (corr.method == "spearman")].iloc[0]
+    got = corr[(corr.metric == "our_bleu") & (corr.annotator == "consensus") & (corr.level == "global")
+               & (corr.coefficient == "spearman")].iloc[0]
     human = [{"copy": 4, "near": 3, "off": 1}[r["system"]] + 0.5 * (int(r["doc_id"][1:]) % 2) for r in rows]
-    assert got["value"] == pytest.approx(sps.spearmanr(expected_bleu, human)[0])
+    assert got["r"] == pytest.approx(sps.spearmanr(expected_bleu, human)[0])
     assert s["compute"]["meteor_matching"] in ("exact+stem", "exact+stem+wordnet")
     assert s["rankings"].loc["copy", "human_rank"] == 1

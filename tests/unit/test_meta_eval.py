@@ -46,19 +46,19 @@ def test_correlations_match_scipy_and_pair_counts(fd_file):
     table = correlation_table(df, ["bert", "newrougel"], n_boot=200, seed=1)
     for metric, src in (("bert", BERT), ("newrougel", ROUGEL)):
         x, y, docs = _pairs(src)
-        row = table[(table.metric == metric) & (table.level == "summary_pooled")].set_index("method")
-        assert row.loc["pearson", "value"] == pytest.approx(sps.pearsonr(x, y)[0])
-        assert row.loc["spearman", "value"] == pytest.approx(sps.spearmanr(x, y)[0])
-        assert row.loc["kendall", "value"] == pytest.approx(sps.kendalltau(x, y)[0])
+        row = table[(table.metric == metric) & (table.level == "global")].set_index("coefficient")
+        assert row.loc["pearson", "r"] == pytest.approx(sps.pearsonr(x, y)[0])
+        assert row.loc["spearman", "r"] == pytest.approx(sps.spearmanr(x, y)[0])
+        assert row.loc["kendall_b", "r"] == pytest.approx(sps.kendalltau(x, y)[0])
         assert row.loc["pearson", "n"] == len(x)
-        assert row.loc["pearson", "ci_low"] <= row.loc["pearson", "value"] <= row.loc["pearson", "ci_high"]
+        assert row.loc["pearson", "ci_low"] <= row.loc["pearson", "r"] <= row.loc["pearson", "ci_high"]
         # system level: means over the pairs where both are present
         sysm = {s: (np.mean([a for a, dd, s2 in zip(x, docs, _sys_of(src)) if s2 == s]),
                     np.mean([b for b, dd, s2 in zip(y, docs, _sys_of(src)) if s2 == s])) for s in HUMAN}
         xs = [sysm[s][0] for s in sorted(sysm)]
         ys = [sysm[s][1] for s in sorted(sysm)]
-        srow = table[(table.metric == metric) & (table.level == "system")].set_index("method")
-        assert srow.loc["pearson", "value"] == pytest.approx(sps.pearsonr(xs, ys)[0])
+        srow = table[(table.metric == metric) & (table.level == "system")].set_index("coefficient")
+        assert srow.loc["pearson", "r"] == pytest.approx(sps.pearsonr(xs, ys)[0])
         assert srow.loc["pearson", "n"] == 3
     # bert has 2 NaN-touched pairs beyond the missing cell (NaN human, NaN bert)
     assert table[table.metric == "bert"]["n_pairs"].iloc[0] == 12
@@ -87,8 +87,8 @@ def test_per_document_average_matches_scipy(fd_file):
              and not math.isnan(HUMAN[s][d])]
         if len(x) >= 3:
             vals.append(sps.spearmanr(x, y)[0])
-    row = table[(table.level == "summary_per_doc") & (table.method == "spearman")].iloc[0]
-    assert row["value"] == pytest.approx(np.mean(vals)) and row["n"] == len(vals)
+    row = table[(table.level == "summary") & (table.coefficient == "spearman")].iloc[0]
+    assert row["r"] == pytest.approx(np.mean(vals)) and row["n"] == len(vals)
 
 
 def test_known_ranking_and_bootstrap_is_seeded(fd_file):
@@ -131,7 +131,7 @@ def test_long_csv_cli_with_kappa_and_png(tmp_path, capsys):
     assert summary["counts"]["format"] == "long" and summary["counts"]["empty_summaries"] == 1
     assert summary["counts"]["missing_cells"] == 5 * 4 - 13  # 5 documents x 4 systems, 13 rows
     assert summary["kappa"]["n_items"] == 48
-    png = (out / "spearman_heatmap.png").read_bytes()
+    png = (out / "metric_matrix_global_pearson.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
     table = pd.read_csv(out / "correlations.csv")
     assert set(table["metric"]) == {"metric_x", "our_rougeL"}
@@ -145,8 +145,8 @@ def test_too_few_pairs_is_na_not_a_crash(tmp_path):
     p.write_text('{"doc_id": 1, "system": "a", "human": 1, "m": 0.5}\n'
                  '{"doc_id": 1, "system": "b", "human": null, "m": 0.4}\n')
     s = meta_eval.run(p, tmp_path / "o", n_boot=10)
-    assert s["table"]["value"].isna().all()
-    assert (tmp_path / "o" / "spearman_heatmap.png").exists()
+    assert s["table"]["r"].isna().all()
+    assert (tmp_path / "o" / "metric_matrix_global_pearson.png").exists()
 
 
 FIX = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures" / "meta_eval"
@@ -176,16 +176,16 @@ def test_ratings_correlations_match_scipy_per_annotator_and_consensus():
         h = rel.groupby(["doc_id", "system"])["rating"].mean().rename("h").reset_index()
         m = scores.merge(h, on=["doc_id", "system"])
         row = corr[(corr.aspect == "relevance") & (corr.annotator == who) & (corr.metric == "rougeL")
-                   & (corr.level == "summary_pooled")].set_index("method")
-        assert row.loc["spearman", "value"] == pytest.approx(sps.spearmanr(m["rougeL"], m["h"])[0])
-        assert row.loc["kendall", "value"] == pytest.approx(sps.kendalltau(m["rougeL"], m["h"])[0])
+                   & (corr.level == "global")].set_index("coefficient")
+        assert row.loc["spearman", "r"] == pytest.approx(sps.spearmanr(m["rougeL"], m["h"])[0])
+        assert row.loc["kendall_b", "r"] == pytest.approx(sps.kendalltau(m["rougeL"], m["h"])[0])
         assert row.loc["pearson", "n"] == 24
     # speciality is rated once per question: broadcast to each system's summary of it
     spec = raw[raw.aspect == "speciality"].groupby("doc_id")["rating"].mean().rename("h").reset_index()
     m = scores.merge(spec, on="doc_id")
     row = corr[(corr.aspect == "speciality") & (corr.annotator == "consensus") & (corr.metric == "rougeL")
-               & (corr.level == "summary_pooled") & (corr.method == "pearson")].iloc[0]
-    assert row["value"] == pytest.approx(sps.pearsonr(m["rougeL"], m["h"])[0]) and row["n"] == 24
+               & (corr.level == "global") & (corr.coefficient == "pearson")].iloc[0]
+    assert row["r"] == pytest.approx(sps.pearsonr(m["rougeL"], m["h"])[0]) and row["n"] == 24
 
 
 def test_ratings_cli_outputs_kappa_and_system_table(tmp_path, capsys):
@@ -224,7 +224,7 @@ def test_fd_fixture_worked_example(tmp_path):
     assert list(s["rankings"].index) == ["faithful", "partial", "wrong"]
     t = s["table"]
     assert set(t["metric"]) == {"bert", "newrougel", "our_rougeL"}
-    assert t[(t.metric == "bert") & (t.level == "summary_pooled")]["n"].iloc[0] == 11
+    assert t[(t.metric == "bert") & (t.level == "global")]["n"].iloc[0] == 11
 
 
 def test_compute_with_a_missing_model_stops_naming_the_metric(tmp_path):
@@ -235,25 +235,6 @@ def test_compute_with_a_missing_model_stops_naming_the_metric(tmp_path):
         meta_eval.compute_metrics(df, ["rouge", "perplexity"], ppl_model=str(tmp_path / "no_such_model"))
     with pytest.raises(meta_eval.MetaEvalError, match="unknown --compute metric 'bogus'"):
         meta_eval.compute_metrics(df, ["rouge", "bogus"])
-
-
-def test_correlation_interval_is_the_shared_resampling_rule():
-    """The pooled interval resamples pairs with the bootstrap module's rule: row r of
-    ``default_rng([seed, level, method]).integers(0, n, (n_boot, n))``, percentiles 2.5/97.5."""
-    from custom_metrics.analysis.stats.bootstrap import resample_indices
-    from custom_metrics.analysis.stats.correlation import correlate
-    from custom_metrics.analysis.stats.levels import bootstrap_ci
-
-    rng = np.random.default_rng(11)
-    x = rng.random(30)
-    d = pd.DataFrame({"doc_id": range(30), "system": ["s"] * 30, "m": x, "human": x + rng.normal(0, 0.3, 30)})
-    got = bootstrap_ci(d, "m", "summary_pooled", "spearman", 200, [4, 0, 1])
-    draw = np.random.default_rng([4, 0, 1])
-    want = [correlate(d["m"].to_numpy()[idx], d["human"].to_numpy()[idx], "spearman")
-            for idx in (draw.integers(0, 30, 30) for _ in range(200))]
-    assert got == (np.percentile(want, 2.5), np.percentile(want, 97.5))
-    assert np.array_equal(np.concatenate(list(resample_indices(30, 200, [4, 0, 1]))),
-                          np.random.default_rng([4, 0, 1]).integers(0, 30, (200, 30)))
 
 
 def test_analysis_library_raises_typed_errors_never_systemexit():

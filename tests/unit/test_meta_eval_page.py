@@ -65,13 +65,17 @@ def ratings_summary(tmp_path_factory):
 def test_page_data_shape(ratings_summary):
     _, s = ratings_summary
     data = page_data(s)
-    assert [lv["label"] for lv in data["levels"]] == ["global", "summary", "system"]
+    assert [lv["label"] for lv in data["levels"]] == ["summary", "system", "global"]
     row = data["levels"][0]["rows"][0]
     assert set(row) == {"metric", "human", "coefficient", "level", "r", "ci_low", "ci_high", "n"}
     assert {r["human"] for r in data["levels"][0]["rows"]} >= {"overall rating", "fluency (median consensus)"}
-    assert data["heatmap"]["coefficient"] == "spearman" and data["heatmap"]["labels"][-1] == "human"
-    assert [sc["label"] for sc in data["scatter"]] == ["global", "summary", "system"]
-    assert data["significance"] is None
+    # FM's Figure 3: the metric matrix is global Pearson
+    assert data["heatmap"]["coefficient"] == "pearson" and data["heatmap"]["level"] == "global"
+    assert data["heatmap"]["labels"][-1] == "human"
+    assert [sc["label"] for sc in data["scatter"]] == ["summary", "system", "global"]
+    sig = data["significance"]  # run's paired test: permutation, global Pearson by default
+    assert (sig["test"], sig["level"], sig["coefficient"]) == ("permutation", "global", "pearson")
+    assert sig["metrics"] == list(s["metrics"])
     assert any("median" in f for f in data["facts"])
 
 
@@ -84,12 +88,12 @@ def test_page_tables_figures_alt_text_and_links(ratings_summary):
     assert "Krippendorff's alpha" in titles and "Cohen's kappa" in titles
     text = " ".join(page.text)
     assert "95% CI" in text and "Spearman rho" in text and "Pearson r" in text
-    assert "No metric-vs-metric test was run." in text
+    assert "No metric-vs-metric test was run." not in text
     assert len(page.imgs) == 4  # heat map + a scatter per level
     for img in page.imgs:
         assert img["src"].startswith("data:image/png;base64,") and len(img["alt"]) > 30
     alts = [img["alt"] for img in page.imgs]
-    assert any("Heat map of the Spearman rho" in a and "global level" in a for a in alts)
+    assert any("Heat map of the Pearson r" in a and "global level" in a for a in alts)
     assert sum("Scatter plots" in a for a in alts) == 3
     internal = [h[1:] for h in page.hrefs if h.startswith("#")]
     assert internal and all(h in page.ids for h in internal), set(internal) - page.ids

@@ -26,13 +26,15 @@ Inputs (format detected, or ``--format``):
   ordinal) per aspect; and the mean consensus rating per system and aspect (Table 2 of
   the biomedical question summarization paper).
 
-Reported for every metric vs the human score: Pearson, Spearman and Kendall (scipy) at
-summary level pooled over all pairs (as the paper does) and averaged per document, and
-at system level (system means), each with a seeded bootstrap 95% CI (pairs resampled
-for pooled, documents for per-document and system level) and the number of pairs /
-documents / systems it used. Also the metric-by-metric Spearman heat map (PNG), the
-system rankings per metric side by side, and Cohen's kappa between two annotators
-(``--kappa A,B``: two columns holding ratings or lists of facet ratings).
+Reported for every metric vs the human score (:mod:`.correlations`): Pearson, Spearman,
+Kendall tau-b and tau-c at summary level (per document, averaged), system level
+(system means) and global level (all pairs pooled, as the FM paper does), each with a
+seeded percentile bootstrap 95% CI resampling systems, documents or both (Deutsch,
+Dror & Roth 2021) and the number of documents / systems / pairs it used; the paired
+permutation test (or Williams' test) between every two metrics; the metric-by-metric
+global Pearson matrix and heat map (the FM paper's Figure 3); the system rankings per
+metric side by side; and Cohen's kappa between two annotators (``--kappa A,B``: two
+columns holding ratings or lists of facet ratings).
 
 Bad input is counted, never fatal: NaN / missing scores drop only the pairs they touch,
 empty summaries and (document, system) cells missing from some rows are counted, and a
@@ -61,6 +63,7 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import MetaEvalError
 from custom_metrics.analysis.meta_eval.compute import compute_metrics, computable
+from custom_metrics.analysis.meta_eval.correlations import CorrelationResults, correlate_metrics
 from custom_metrics.analysis.meta_eval.inputs import load_inputs, load_ratings, load_table, metric_columns
 from custom_metrics.analysis.meta_eval.output import write_outputs
 from custom_metrics.analysis.meta_eval.tables import (
@@ -75,7 +78,6 @@ from custom_metrics.analysis.meta_eval.tables import (
     system_ratings,
 )
 from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
-from custom_metrics.analysis.stats.levels import correlation_table, spearman_matrix
 
 
 def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "human",
@@ -85,14 +87,23 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         fm_variant: str = "zero", ratings: str | Path | None = None, ppl_model: str | None = None,
         blanc_model: str | None = None, progress: bool | None = False, consensus: str = "mean",
         columns: dict[str, str] | None = None, annotators: str = "expert",
-        scores: str | Path | None = None) -> dict[str, Any]:
+        scores: str | Path | None = None, resampling: str = "both", test: str = "permutation",
+        test_level: str = "global", test_coefficient: str = "pearson", rouge_stemming: bool | None = None,
+        benchmark: str | None = None) -> dict[str, Any]:
     """Meta-evaluate the metric table at ``path`` into the folder ``out``.
 
-    Returns what ``summary.json`` holds plus the data frames (``table``, ``rankings``,
-    ``matrix``, ``data`` (the table correlated), and with ratings ``human_correlations``,
-    ``kappas``, ``alphas``, ``system_ratings``) and the Markdown report (``markdown``).
+    Returns what ``summary.json`` holds plus the data frames (``table``: every
+    correlation; ``results``: the :class:`CorrelationResults` with one table per level,
+    the significance matrix and the metric matrix; ``matrix``; ``data`` (the table
+    correlated); ``rankings``; and with ratings ``human_correlations``, ``kappas``,
+    ``alphas``, ``system_ratings``) and the Markdown report (``markdown``).
     ``consensus`` pools annotators (mean, median, majority); ``columns``,
-    ``annotators`` and ``scores`` are :func:`.inputs.load_inputs`'s. Raises
+    ``annotators`` and ``scores`` are :func:`.inputs.load_inputs`'s. ``resampling``: the
+    bootstrap and permutation unit (``systems``, ``documents``, ``both``); ``test``:
+    ``permutation`` or ``williams`` at ``test_level`` / ``test_coefficient``;
+    ``rouge_stemming``: ``--compute rouge``'s Porter stemming (None: the convention of
+    ``benchmark`` when named, else the library default;
+    :func:`custom_metrics.rouge.stemming_for`), recorded in ``compute``. Raises
     :class:`MetaEvalError` on unusable input.
     """
     if consensus not in CONSENSUS_METHODS:
@@ -102,7 +113,8 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     df, counts, rdf = load_inputs(path, fmt, human, ratings, columns=columns, annotators=annotators, scores=scores)
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
-                           blanc_model=blanc_model, progress=progress) if compute else {}
+                           blanc_model=blanc_model, progress=progress,
+                           rouge_stemming=rouge_stemming, benchmark=benchmark) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:
@@ -116,30 +128,32 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
             df = attach_human(df, human_scores(overall, "all", CONSENSUS, consensus))
             counts["human"] = f"{consensus} consensus of the annotators' mean over the per-summary aspects"
         extra = {"human_correlations": ratings_correlations(df, rdf, cols, n_boot=n_boot, seed=seed,
-                                                            consensus=consensus),
+                                                            consensus=consensus, resampling=resampling,
+                                                            progress=progress),
                  "kappas": kappa_table(rdf), "alphas": alpha_table(rdf),
                  "system_ratings": system_ratings(rdf, consensus)}
     counts["nan_human"] = int(pd.to_numeric(df["human"], errors="coerce").isna().sum())
-    table = correlation_table(df, cols, n_boot=n_boot, seed=seed)
-    matrix = spearman_matrix(df, cols + ["human"])
-    matrix.attrs.update(coefficient="spearman", level="summary_pooled")
+    results = correlate_metrics(df, cols, n_boot=n_boot, seed=seed, resampling=resampling, test=test,
+                                test_level=test_level, test_coefficient=test_coefficient, progress=progress)
     ranks = rankings(df, ["human"] + cols)
     summary: dict[str, Any] = {"input": str(path), "counts": counts, "metrics": cols, "compute": info,
-                               "bootstrap": n_boot, "seed": seed,
+                               "bootstrap": n_boot, "seed": seed, "statistics": results.settings,
                                "ratings": None if ratings is None else str(ratings),
                                "consensus": consensus if rdf is not None else None}
     if kappa:
         summary["kappa"] = annotator_kappa(df, kappa)
-    markdown = write_outputs(out, summary, table, ranks, matrix, extra if rdf is not None else None)
-    summary["table"] = table
+    markdown = write_outputs(out, summary, results, ranks, extra if rdf is not None else None)
+    summary["table"] = results.table
+    summary["results"] = results
     summary["rankings"] = ranks
-    summary["matrix"] = matrix
+    summary["matrix"] = results.matrix
+    summary["significance"] = results.significance
     summary["data"] = df
     summary.update(extra)
     summary["markdown"] = markdown
     return summary
 
 
-__all__ = ["MetaEvalError", "compute_metrics", "computable", "load_inputs", "load_ratings", "load_table",
-           "metric_columns",
+__all__ = ["CorrelationResults", "MetaEvalError", "compute_metrics", "computable", "correlate_metrics",
+           "load_inputs", "load_ratings", "load_table", "metric_columns",
            "ratings_correlations", "run"]

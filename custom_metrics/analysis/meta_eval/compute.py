@@ -79,7 +79,8 @@ def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], ca
 def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: str | None = None,
                     bertscore_layers: int | None = None, judge_config: Any = None,
                     fm_variant: str = "zero", ppl_model: str | None = None,
-                    blanc_model: str | None = None, progress: bool | None = False) -> dict[str, Any]:
+                    blanc_model: str | None = None, progress: bool | None = False,
+                    rouge_stemming: bool | None = None, benchmark: str | None = None) -> dict[str, Any]:
     """Add our own per-summary metric columns (``our_<name>``) in place.
 
     ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; any other family
@@ -90,6 +91,10 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     ``chrf`` -> sentence-level chrF (the battery's chrF is corpus-level); ``fm`` ->
     ``our_fm``, ``our_fm_vanilla`` (judge). ``progress``: the battery's bar on stderr
     (:mod:`custom_metrics.progress`; the judge's follows its own configuration).
+    ``rouge_stemming`` / ``benchmark``: ROUGE's Porter stemming is the setting when given,
+    else ``benchmark``'s release convention, else the library default
+    (:func:`custom_metrics.rouge.stemming_for`); what was used is returned as
+    ``rouge_stemming`` and ``rouge_stemming_source``.
     """
     names = computable()
     unknown = [n for n in which if n not in names]
@@ -100,11 +105,21 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     cands = _texts(df, "summary")
     info: dict[str, Any] = {}
     battery: dict[str, Any] = {}
+    stemming: bool | None = None
+    if "rouge" in which:
+        from custom_metrics.rouge import stemming_for
+
+        try:
+            stemming, info["rouge_stemming_source"] = stemming_for(benchmark, rouge_stemming)
+        except ValueError as exc:
+            raise MetaEvalError(str(exc)) from None
+        info["rouge_stemming"] = stemming
     if any(n not in SPECIAL for n in which):
         try:
             battery = _battery_columns(df, which, refs, cands, {
                 "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
-                "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress})
+                "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress,
+                "rouge_stemming": stemming})
         finally:  # the scorer models are done with: free them (custom_metrics.model_cache)
             model_cache.release()
     if "meteor_matching" in battery:

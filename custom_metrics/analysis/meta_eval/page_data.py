@@ -39,11 +39,9 @@ import pandas as pd
 
 from custom_metrics.analysis.meta_eval.tables import CONSENSUS
 
-#: level names (today's and the field's) -> (label, what the coefficient is computed over)
+#: level -> (label, what the coefficient is computed over)
 LEVEL_NAMES = {
-    "summary_pooled": ("global", "over all (document, system) pairs pooled, as the FM paper reports"),
     "global": ("global", "over all (document, system) pairs pooled, as the FM paper reports"),
-    "summary_per_doc": ("summary", "within each document across its systems, then averaged over documents"),
     "summary": ("summary", "within each document across its systems, then averaged over documents"),
     "system": ("system", "over the systems' mean scores"),
 }
@@ -91,7 +89,7 @@ def _heatmap(summary: dict[str, Any]) -> dict[str, Any] | None:
     m = summary.get("matrix")
     if m is None or not len(m):
         return None
-    return {"coefficient": m.attrs.get("coefficient", "spearman"), "level": m.attrs.get("level", "summary_pooled"),
+    return {"coefficient": m.attrs.get("coefficient", ""), "level": m.attrs.get("level", ""),
             "labels": [str(c) for c in m.columns], "matrix": m.to_numpy(float).tolist()}
 
 

@@ -116,18 +116,22 @@ def system_ratings(ratings: pd.DataFrame, consensus: str = "mean") -> pd.DataFra
 
 
 def ratings_correlations(df: pd.DataFrame, ratings: pd.DataFrame, metrics: Sequence[str], *,
-                         n_boot: int, seed: int, consensus: str = "mean") -> pd.DataFrame:
+                         n_boot: int, seed: int, consensus: str = "mean", resampling: str = "both",
+                         progress: bool | None = False) -> pd.DataFrame:
     """Every metric vs every aspect, per annotator and for the consensus (pooled by
-    ``consensus``), all levels/methods."""
+    ``consensus``), all levels and coefficients
+    (:func:`~custom_metrics.analysis.stats.levels.correlation_table`)."""
+    from custom_metrics.progress import track
+
     tables = []
     annotators = sorted(ratings["annotator"].unique())
-    for aspect in sorted(ratings["aspect"].unique()):
-        for who in [*annotators, CONSENSUS]:
-            merged = attach_human(df, human_scores(ratings, aspect, who, consensus))
-            t = correlation_table(merged, metrics, n_boot=n_boot, seed=seed)
-            t.insert(0, "annotator", who)
-            t.insert(0, "aspect", aspect)
-            tables.append(t)
+    jobs = [(aspect, who) for aspect in sorted(ratings["aspect"].unique()) for who in [*annotators, CONSENSUS]]
+    for aspect, who in track(jobs, "meta-eval: rated aspects", unit="table", enabled=progress):
+        merged = attach_human(df, human_scores(ratings, aspect, who, consensus))
+        t = correlation_table(merged, metrics, n_boot=n_boot, seed=seed, resampling=resampling)
+        t.insert(0, "annotator", who)
+        t.insert(0, "aspect", aspect)
+        tables.append(t)
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 

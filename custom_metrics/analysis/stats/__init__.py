@@ -10,8 +10,12 @@ the same resampling rule, the same pair-dropping rule, the same p-value conventi
 * :mod:`.significance` — paired permutation and paired bootstrap tests between two
   systems on shared documents;
 * :mod:`.correlation` — Pearson / Spearman / Kendall coefficients and p-values;
-* :mod:`.levels` — metric-human correlation at summary level (pooled, per document) and
-  system level, with bootstrap intervals (meta-evaluation tables);
+* :mod:`.coefficients` — batched, weighted Pearson, Spearman, Kendall tau-b and tau-c
+  (a bootstrap resample as multiplicities: a thousand resamples in one array operation);
+* :mod:`.levels` — metric-human correlation at the summary, system and global levels
+  (meta-evaluation tables), with tie-safe system means;
+* :mod:`.resampling` — bootstrap intervals resampling systems, documents or both, the
+  paired permutation test and Williams' test between two metrics (Deutsch et al. 2021);
 * :mod:`.agreement` — Cohen's kappa, unweighted and weighted; Krippendorff's alpha;
 * :mod:`.consensus` — one score per item from several annotators (mean, median, majority).
 
