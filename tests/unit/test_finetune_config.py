@@ -13,16 +13,6 @@ from finetune import ConfigError, resolve_config
 from helpers.finetune import TASK
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_presets_and_override_precedence(tmp_path):
     common = {"task": TASK, "base": "b", "output": "o"}
     ae = resolve_config({**common, "preset": "adapteval"})
