@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import nlpstats.correlations as nlpstats  # the dev extra: the authors' own implementation
 import pytest
 from scipy import stats as sps
 
@@ -24,7 +25,6 @@ from custom_metrics.analysis.stats.resampling import (
     williams_test,
 )
 
-nlpstats = pytest.importorskip("nlpstats.correlations")
 
 NLP_LEVEL = {"summary": "input", "system": "system", "global": "global"}
 

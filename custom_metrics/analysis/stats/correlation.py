@@ -1,13 +1,10 @@
-"""Correlation coefficients: the one place Pearson, Spearman and Kendall are computed.
+"""Correlation of two lists of numbers: the pair rule, Pearson, and tests with p-values.
 
-Why here: CCSBench's length PCC (a corpus metric), ``domsum correlate`` (DomainSum
-Table 4: domain measures vs performance) and ``domsum meta-eval`` (metrics vs human
-judgments, :mod:`.levels`) all correlate two lists of numbers; they share one rule for
-what counts as a pair (both values finite) and when a coefficient is undefined.
+Why here: CCSBench's length PCC (a corpus metric) and ``domsum correlate`` (DomainSum
+Table 4: domain measures vs performance) correlate two lists of numbers, and
+``domsum meta-eval``'s batched coefficients (:mod:`.coefficients`) share the same rule
+for when a coefficient is undefined (:data:`MIN_PAIRS`, a side that does not vary).
 
-* :func:`correlate` — scipy's coefficient (``pearsonr`` / ``spearmanr`` /
-  ``kendalltau``, tau-b) over the finite pairs; NaN below :data:`MIN_PAIRS` pairs or
-  when a side does not vary (scipy would warn and return NaN or a meaningless value).
 * :func:`correlation_test` — Pearson r and Spearman rho with their two-sided p-values,
   and why they are undefined when they are.
 * :func:`pearson` — plain-Python Pearson r, NaN below 2 values or for a constant side;
@@ -25,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-METHODS = ("pearson", "spearman", "kendall")
 #: fewer finite pairs than this give no coefficient (two points always correlate +-1)
 MIN_PAIRS = 3
 
@@ -66,22 +62,6 @@ def undefined_because(x: np.ndarray, y: np.ndarray) -> str:
     return ""
 
 
-def correlate(x: Sequence[float], y: Sequence[float], method: str) -> float:
-    """scipy's coefficient, NaN when fewer than 3 finite pairs or no variation."""
-    x, y = finite_pairs(x, y)
-    if undefined_because(x, y):
-        return float("nan")
-    from scipy import stats as sps
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if method == "pearson":
-            return float(sps.pearsonr(x, y)[0])
-        if method == "spearman":
-            return float(sps.spearmanr(x, y)[0])
-        return float(sps.kendalltau(x, y)[0])
-
-
 @dataclass(frozen=True)
 class CorrelationTest:
     """Pearson and Spearman over the finite pairs, with two-sided p-values (NaN when undefined)."""
@@ -112,5 +92,5 @@ def correlation_test(x: Sequence[float], y: Sequence[float]) -> CorrelationTest:
                            spearman_rho=float(rho), spearman_p=float(sp))
 
 
-__all__ = ["METHODS", "MIN_PAIRS", "CorrelationTest", "correlate", "correlation_test", "finite_pairs",
+__all__ = ["MIN_PAIRS", "CorrelationTest", "correlation_test", "finite_pairs",
            "pearson", "undefined_because"]
