@@ -70,11 +70,21 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     margs = f"pretrained={base},peft={output}" if method == "lora" else f"pretrained={output}"
     if kind == "seq2seq":
         margs += ",backend=seq2seq"
-    args = ["lm_eval", "--model", "hf", "--model_args", margs, "--include_path", include_path(),
+    args = ["lm_eval", "--model", "hf", "--model_args", margs, "--include_path", task_folder(task),
             "--tasks", task, "--log_samples", "--output_path", str(Path(output) / EVAL_DIR)]
     if metadata:
         args += ["--metadata", json.dumps(metadata)]
     return secrets.mask(shlex.join(args))
+
+
+def task_folder(task: str) -> str:
+    """The folder that holds ``task``: a user domain's own task folder, else the suite's."""
+    from lm_eval_tasks import catalog
+
+    source = catalog.lookup(task).source
+    if source is not None and source.origin and source.origin.endswith(".yaml"):
+        return str(Path(source.origin).resolve().parent)
+    return include_path()
 
 
 def loss_curves(log_history: list[dict]) -> dict[str, Any]:

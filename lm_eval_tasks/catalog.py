@@ -13,9 +13,11 @@ every task folder's YAMLs; a test checks that the committed YAMLs equal the outp
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from custom_metrics.errors import SuiteError
 
@@ -35,6 +37,11 @@ CCSBENCH_CONTROLS = ("length", "keywords", "readability", "focus")
 MEDQSUM_SUBSETS = ("hcm",)
 
 BENCHMARKS = ("domainsum", "adapteval", "ccsbench", "medqsum")
+#: the benchmark of every user domain (task YAMLs written by ``domsum new-task``,
+#: :mod:`lm_eval_tasks.benchmarks.own`); its subsets are the user's domains
+USER_BENCHMARK = "own"
+#: the suite's benchmarks and the user's, in the order reports list them
+ALL_BENCHMARKS = (*BENCHMARKS, USER_BENCHMARK)
 
 #: task ``metadata.version`` per benchmark: bumped when its prompt or a metric changes
 #: (2.0: per-document scores with standard errors, NLTK's own tokenizer; DomainSum 3.0:
@@ -97,6 +104,9 @@ class TaskSpec:
     max_gen_toks: int
     until: tuple[str, ...]
     level: str | None = None
+    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.DomainSource`),
+    #: None for the suite's benchmarks, whose data sources are the mirror and the hub
+    source: Any = field(default=None, compare=False, repr=False)
 
     @property
     def domain(self) -> str:
@@ -106,7 +116,10 @@ class TaskSpec:
     @property
     def zero_shot(self) -> "TaskSpec":
         """The zero-shot task of the same benchmark and subset (what fine-tuning trains on)."""
-        return lookup(task_name(self.benchmark, self.subset, 0, ""))
+        found = select(self.benchmark, shots=0, variant="", subsets=(self.subset,))
+        if not found:
+            raise UnknownTask(f"{self.name}: the catalogue has no zero-shot task of {self.benchmark}/{self.subset}")
+        return found[0]
 
     @property
     def hub_source(self):
@@ -117,7 +130,7 @@ class TaskSpec:
 
     @property
     def paper(self) -> str:
-        return PAPERS[self.benchmark]
+        return PAPERS.get(self.benchmark) or (self.source.citation if self.source is not None else "")
 
 
 @dataclass(frozen=True)
@@ -219,7 +232,45 @@ def _table() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
     global _TABLE
     if _TABLE is None:
         _TABLE = _build()
+        from lm_eval_tasks.settings import resolve
+
+        for folder in (resolve({}, "include_path") or "").split(os.pathsep):
+            if folder.strip():
+                register_folder(folder.strip())
     return _TABLE
+
+
+def register(spec: TaskSpec) -> TaskSpec:
+    """Add a user domain's task (:mod:`lm_eval_tasks.benchmarks.own`) to the table.
+
+    Why: from then on every consumer that looks a task up (loading, scoring, rescoring,
+    reports, domain statistics, fine-tuning) treats it as one more subset. A name the
+    suite already uses is an error; registering the same user task again replaces it
+    (its YAML may have been edited).
+    """
+    tasks = _table()[0]
+    held = tasks.get(spec.name)
+    if (held is not None and held.source is None) or spec.name in _table()[1]:
+        raise UnknownTask(f"task {spec.name!r} is already a task or group of the suite; give your own "
+                          f"domain another name")
+    tasks[spec.name] = spec
+    return spec
+
+
+def register_folder(folder: str | Path) -> list[TaskSpec]:
+    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
+    FOLDER`` indexes); a folder that does not exist is an error naming it."""
+    from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+
+    return [register(spec_from_config(cfg, str(path))) for path, cfg in task_configs(folder)]
+
+
+def data_source(benchmark: str, subset: str) -> Any:
+    """The declared data source of a user domain (None for the suite's own subsets)."""
+    for spec in all_tasks().values():
+        if spec.source is not None and spec.benchmark == benchmark and spec.subset == subset:
+            return spec.source
+    return None
 
 
 def all_tasks() -> dict[str, TaskSpec]:
@@ -244,7 +295,8 @@ def lookup(name: str) -> TaskSpec:
     if name in all_groups():
         raise UnknownTask(f"{name!r} is a group of the suite, not a task; its tasks: "
                           f"{', '.join(expand([name]))}")
-    raise UnknownTask(f"unknown suite task {name!r}{hint} (`domsum tasks` lists all)")
+    raise UnknownTask(f"unknown suite task {name!r}{hint} (`domsum tasks` lists all; a task of your own "
+                      f"needs its folder: --include_path FOLDER or $DOMSUM_INCLUDE_PATH)")
 
 
 def task_target(task: str) -> tuple[str, str]:
@@ -348,7 +400,8 @@ def rendered_yamls() -> dict[Path, str]:
     for bench in BENCHMARKS:
         out[TASKS_DIR / bench / f"_{bench}_template_yaml"] = template_yaml(bench)
     for spec in all_tasks().values():
-        out[TASKS_DIR / spec.benchmark / f"{spec.name}.yaml"] = leaf_yaml(spec)
+        if spec.source is None:  # a user's own task lives in the user's folder
+            out[TASKS_DIR / spec.benchmark / f"{spec.name}.yaml"] = leaf_yaml(spec)
     for g in all_groups().values():
         out[TASKS_DIR / g.name.split("_")[0] / f"{g.name}.yaml"] = group_yaml(g)
     return out

@@ -40,7 +40,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -49,8 +50,10 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
 
 from custom_metrics import model_cache, registry, secrets
+from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import load_task, stop_sequences
+from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
 from lm_eval_tasks.harness_parts.dataset import as_dataset
 from lm_eval_tasks.harness_parts.errors import ScorerUnavailableError, install_excepthook
@@ -91,12 +94,23 @@ def _model_arg_keys() -> set[str] | None:
 
 
 class SuiteTask(ConfigurableTask):
-    """Every leaf task of the suite; what it does comes from its catalogue row."""
+    """Every leaf task of the suite; what it does comes from its catalogue row.
+
+    A user's own domain (``metadata.domain`` in its YAML, :mod:`lm_eval_tasks.benchmarks.own`)
+    is registered in the catalogue from its configuration when the task is built.
+    """
+
+    #: the folder of the task YAMLs whose ``utils.py`` made this class (:func:`task_class`):
+    #: a user domain's relative ``data_files`` are read from there, wherever lm_eval runs
+    task_folder: Path | None = None
 
     def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
         cfg = dict(config or {})
         cfg.pop("class", None)
-        self.spec = catalog.lookup(cfg["task"])
+        if is_user_config(cfg):  # a user's own domain: its YAML is its catalogue row
+            self.spec = catalog.register(spec_from_config(cfg, self.task_folder and str(self.task_folder / "task.yaml")))
+        else:
+            self.spec = catalog.lookup(cfg["task"])
         self._loaded_report: dict[str, Any] = {}
         super().__init__(config=cfg)
         self.config.metadata = dict(self.config.metadata or {})
@@ -223,6 +237,14 @@ class SuiteTask(ConfigurableTask):
         if self._checked:
             return
         model_cache.hold(self, registry.family_models(self._scoring.ctx))  # kept until this task is scored
+        if self.spec.source is not None and "dvo" in self._scoring.families:
+            from lm_eval_tasks.data.vocab import ensure_vocabulary
+
+            try:
+                self._described["user_vocabulary"] = ensure_vocabulary(self.spec, self.meta)
+            except SuiteError as exc:
+                raise ScorerUnavailableError(f"task {self.spec.name}: stopping before generation, DVO has no "
+                                             f"vocabulary: {exc}") from None
         described, problems = self._scoring.check(self.meta)
         self._described.update(described)
         if problems:
@@ -364,38 +386,102 @@ class SuiteTask(ConfigurableTask):
         return secrets.mask_obj(cfg)
 
 
-# ---------------------------------------------------------------------- the CLI, suite only
+def task_class(utils_file: str) -> type[SuiteTask]:
+    """The task class a user's task folder names in its YAMLs (``utils.py`` next to them).
 
-
-def run_cli(argv: list[str]) -> None:
-    """The harness's own CLI (``lm_eval ...``, same flags and outputs) with its task index
-    limited to the suite.
-
-    Why: at every start lm-eval 0.4.13 parses the YAML of all its 14,755 built-in tasks
-    to build its task index, about 4.5 s on two cores, before it loads a model. Commands
-    that only run suite tasks (``domsum run``, the demo, change amplitude, the
-    cross-domain loop) skip that by asking the harness's ``TaskManager`` for the suite's
-    include path alone (its ``include_defaults=False``). Everything after indexing is
-    the unmodified CLI. ``--include_path`` defaults to the suite's folder.
+    Why a class per folder: lm-eval hands a task its configuration, not the YAML's path,
+    and a user's ``data_files`` may be relative to the folder they were written in.
     """
-    import sys
+    return type("SuiteTask", (SuiteTask,), {"task_folder": Path(utils_file).resolve().parent,
+                                            "__module__": SuiteTask.__module__})
 
+
+# ---------------------------------------------------------------------- the CLI
+
+
+def _index_paths(folders: Sequence[str]) -> list[str]:
+    """The suite's folder and the user's, each once."""
+    from lm_eval_tasks import include_path
+
+    seen: dict[str, str] = {}
+    for folder in (include_path(), *folders):
+        seen.setdefault(str(Path(folder).expanduser().resolve()), str(Path(folder).expanduser()))
+    return list(seen.values())
+
+
+def split_include_paths(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the arguments without ``--include_path``, the folders it gave), each of its values
+    split at ``os.pathsep`` (lm-eval's CLI keeps only the last one given)."""
+    import os
+
+    rest: list[str] = []
+    folders: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--include-path", "--include_path"):
+            value = next(args, "")
+        elif arg.startswith(("--include_path=", "--include-path=")):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+            continue
+        folders += [f for f in value.split(os.pathsep) if f.strip()]
+    return rest, folders
+
+
+def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bool:
+    """Whether ``names`` need the harness's own task index besides the suite's and ``folders``.
+
+    Why ask first: indexing the harness's 14,755 built-in tasks costs about 4.5 s on two
+    cores, so it happens only for a name the suite and the user's folders do not hold. A
+    name found nowhere is :class:`~lm_eval_tasks.catalog.UnknownTask`, one line with the
+    close names and the ``--include_path`` hint, before any model loads.
+    """
+    from lm_eval.tasks import TaskManager
+
+    paths = _index_paths(folders)
+    wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
+    suite = TaskManager(include_path=paths, include_defaults=False, verbosity="ERROR")
+    missing = [n for n in wanted if not suite.match_tasks([n])]
+    if not missing:
+        return False
+    full = TaskManager(include_path=paths, include_defaults=True, verbosity="ERROR")
+    unknown = [n for n in missing if not full.match_tasks([n])]
+    if unknown:
+        import difflib
+
+        close = sorted({c for n in unknown for c in difflib.get_close_matches(n, full.all_tasks, n=4, cutoff=0.6)})
+        raise catalog.UnknownTask(
+            f"task(s) not found: {', '.join(unknown)}" + (f"; did you mean {', '.join(close)}?" if close else "")
+            + " (`domsum tasks` lists the suite's, `lm_eval ls tasks` the harness's; a task of your own needs "
+              "its folder: --include_path FOLDER, an absolute path or \"$(pwd)/FOLDER\" from another directory)")
+    return True
+
+
+def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool = False) -> None:
+    """The harness's own CLI (``lm_eval ...``, same flags and outputs) over the suite's tasks,
+    the user's task ``folders`` and, with ``include_defaults``, the harness's own tasks.
+
+    Why not plain ``lm_eval``: lm-eval 0.4.13 takes one ``--include_path`` and, at every
+    start, parses the YAML of all its 14,755 built-in tasks (about 4.5 s on two cores)
+    before it loads a model. Here its ``TaskManager`` gets every folder, and the harness's
+    tasks only when a requested name needs them (:func:`needs_harness_tasks`). Everything
+    after indexing is the unmodified CLI.
+    """
     from lm_eval.__main__ import cli_evaluate
     from lm_eval.tasks import manager
 
-    from lm_eval_tasks import include_path
-
+    argv, given = split_include_paths(argv)
+    paths = _index_paths([*folders, *given])
     original = manager.TaskManager.__init__
 
-    def suite_only(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("include_defaults", False)
-        if not kwargs.get("include_path"):
-            kwargs["include_path"] = include_path()
+    def with_folders(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["include_defaults"] = include_defaults
+        kwargs["include_path"] = paths
         original(self, *args, **kwargs)
 
-    if not any(a == "--include_path" or a.startswith("--include_path=") for a in argv):
-        argv = [*argv, "--include_path", include_path()]
-    manager.TaskManager.__init__ = suite_only  # type: ignore[method-assign]
+    argv = [*argv, "--include_path", paths[0]]  # what the CLI logs; the index gets every folder
+    manager.TaskManager.__init__ = with_folders  # type: ignore[method-assign]
     sys.argv = ["lm_eval", *argv]
     try:
         cli_evaluate()

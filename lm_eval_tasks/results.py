@@ -176,7 +176,22 @@ def read_results_files(folders: Iterable[tuple[Path, str | None]],
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
                 problems.append(f"{path}: no 'results' object")
                 continue
+            register_user_tasks(data, path, problems)
             yield path, ts, label, data
+
+
+def register_user_tasks(data: dict, path: Path, problems: list[str]) -> None:
+    """Put the user domains a results file evaluated into the catalogue, from the task
+    configurations it records (:mod:`lm_eval_tasks.benchmarks.own`), so that its rows get
+    their benchmark, domain, level and shots like the suite's."""
+    from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
+
+    for name, config in (data.get("configs") or {}).items():
+        if isinstance(config, dict) and is_user_config(config):
+            try:
+                catalog.register(spec_from_config(config, str(path)))
+            except SuiteError as exc:
+                problems.append(f"{path}: task {name}: {exc}")
 
 
 def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],

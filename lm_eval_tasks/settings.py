@@ -144,6 +144,9 @@ def _rows() -> list[Setting]:
         # data and prompts
         S("data_dir", "DOMSUM_DATA_DIR", str, None,
           "Local mirror root `DIR/<benchmark>/<subset>/<split>.jsonl`; unset = the hub.", "data"),
+        S("include_path", "DOMSUM_INCLUDE_PATH", str, None,
+          "Folders of your own task YAMLs (`domsum new-task`), separated by `os.pathsep`, that `domsum` "
+          "commands know besides the suite's tasks (docs/own_domain.md).", "data"),
         S("hub_path", None, str, None, "Another hub copy of a subset's dataset (same columns).", "data"),
         S("sample_test", None, _int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
           "data", low=1),
@@ -273,8 +276,9 @@ def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -
     return converted
 
 
-#: keys a task's metadata holds beside the settings: the task YAMLs' own, and lm-eval's
-TASK_METADATA_KEYS = frozenset({"version", "paper", "config_source"})
+#: keys a task's metadata holds beside the settings: the task YAMLs' own (``domain``: a user
+#: domain's record, :mod:`lm_eval_tasks.benchmarks.own`), and lm-eval's
+TASK_METADATA_KEYS = frozenset({"version", "paper", "config_source", "domain"})
 
 
 def check_metadata(metadata: Mapping[str, Any] | None, where: str,

@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                      "print the folder to give lm_eval --include_path"),
     "run": ("lm_eval_tasks.commands.run",
             "lm_eval's own CLI for suite tasks, indexing only the suite's tasks (faster start)"),
+    "new-task": ("lm_eval_tasks.commands.new_task",
+                 "write harness task YAML that evaluates your own domain (docs/own_domain.md)"),
     "tasks": ("lm_eval_tasks.commands.tasks",
               "list the catalogue's tasks and groups (--write-yaml regenerates the YAMLs)"),
     "prepare-data": ("lm_eval_tasks.commands.prepare_data",
@@ -91,10 +93,22 @@ def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
     return value
 
 
+def register_include_paths(folders: list[str] | tuple[str, ...], command: str) -> None:
+    """Put the user domains of ``--include_path`` folders into the catalogue (one line and
+    exit status 2 for a folder or YAML that cannot be read)."""
+    from custom_metrics.errors import SuiteError
+    from lm_eval_tasks.preflight import register_folders
+
+    try:
+        register_folders(folders)
+    except SuiteError as exc:
+        raise SystemExit(f"{command}: error: {exc}") from None
+
+
 def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, Any]:
     """Metadata with the command's explicit flags on top (a flag left unset changes nothing),
     so :func:`lm_eval_tasks.settings.resolve` sees flag > metadata > environment > default."""
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-__all__ = ["COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata", "with_flags"]
+__all__ = ["COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata", "register_include_paths", "with_flags"]

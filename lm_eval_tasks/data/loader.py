@@ -280,6 +280,14 @@ def _load_hub_split(
 # --------------------------------------------------------------------------- API
 
 
+def user_source(benchmark: str, subset: str) -> Any:
+    """The data source a user domain's task YAML declares (None: a suite benchmark's subset,
+    read from the mirror or its hub source)."""
+    from lm_eval_tasks.catalog import data_source
+
+    return data_source(benchmark, subset)
+
+
 def load_split(
     benchmark: str,
     subset: str,
@@ -294,8 +302,19 @@ def load_split(
     Every record gets ``id`` (``<benchmark>/<subset>/<split>/<index>``) when it has
     none, so logged samples can be traced back to their source line.
     """
-    root = resolve_data_dir(data_dir)
-    if root is not None:
+    source = user_source(benchmark, subset)
+    root = None if source is not None else resolve_data_dir(data_dir)
+    editable = source is not None and source.format != "hub"  # the user's own file: they can fix it
+    if source is not None:
+        from lm_eval_tasks.data.user_files import iter_records
+
+        lines = list(iter_records(source, split, task))
+        if not lines:
+            raise DataError(f"{_where(task)}{source.where(split)} holds no records")
+        records = [rec for _, rec in lines]
+        places = [where for where, _ in lines]
+    elif root is not None:
+        editable = True
         path = mirror_path(root, benchmark, subset, split)
         if not path.is_file():
             have = sorted(p.name for p in path.parent.glob("*.jsonl")) if path.parent.is_dir() else []
@@ -323,7 +342,7 @@ def load_split(
                                 f"{type(rec['id']).__name__}")
             rec["id"] = str(rec["id"])
         if rec["id"] in seen:
-            if root is not None:  # the user's own file: they can fix it
+            if editable:
                 raise DataError(f"{places[i]}: id {rec['id']!r} is already used at "
                                 f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
                                 f"comparisons are keyed by them). Give each record its own id, or remove the "
@@ -350,6 +369,12 @@ def iter_split(
     required: Sequence[str] = DEFAULT_FIELDS,
 ) -> Iterator[dict]:
     """Stream a split (line by line from a mirror; the hub split otherwise)."""
+    source = user_source(benchmark, subset)
+    if source is not None:
+        from lm_eval_tasks.data.user_files import iter_records
+
+        yield from (rec for _, rec in iter_records(source, split, task))
+        return
     root = resolve_data_dir(data_dir)
     if root is not None:
         path = mirror_path(root, benchmark, subset, split)
@@ -361,6 +386,9 @@ def iter_split(
 
 def split_exists(benchmark: str, subset: str, split: str, data_dir=None) -> bool:
     """Whether a mirror split file exists (hub splits are assumed to exist)."""
+    source = user_source(benchmark, subset)
+    if source is not None:
+        return split in source.splits and (source.format == "hub" or Path(source.splits[split]).is_file())
     root = resolve_data_dir(data_dir)
     if root is None:
         return (benchmark, subset) in HUB_SOURCES

@@ -18,7 +18,7 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from custom_metrics.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
 from lm_eval_tasks import catalog
-from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir
+from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
 from lm_eval_tasks.settings import resolve
 
 
@@ -84,15 +84,24 @@ def _texts(benchmark: str, subset: str, split: str, data_dir: str | None, field:
 def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split: str = "train",
               field: str = "document", size: int = DEFAULT_VOCAB_SIZE,
               vocab_dir: str | None = None, out: str | os.PathLike | None = None,
-              limit: int | None = None, progress: bool | None = None) -> dict:
+              limit: int | None = None, progress: bool | None = None,
+              extra_header: dict | None = None) -> dict:
     """Stream one split, write its vocabulary file; return a summary dict."""
     from custom_metrics.progress import track
 
     data_dir = resolve({"data_dir": data_dir}, "data_dir")
     vocab_dir = resolve({"vocab_dir": vocab_dir}, "vocab_dir")
     root = resolve_data_dir(data_dir)
-    source = (str(mirror_path(root, benchmark, subset, split)) if root is not None
-              else f"hub ({benchmark}/{subset} {split})")
+    declared = user_source(benchmark, subset)
+    if declared is not None:
+        if split not in declared.splits:
+            raise DataError(f"{benchmark}/{subset}: a domain vocabulary is built from the {split!r} split, "
+                            f"which its task YAML does not name (dataset_kwargs.data_files); add it, or drop "
+                            f"dvo from metadata.domain.families")
+        source = declared.where(split)
+    else:
+        source = (str(mirror_path(root, benchmark, subset, split)) if root is not None
+                  else f"hub ({benchmark}/{subset} {split})")
     path = Path(out) if out else vocabulary_path(benchmark, subset, vocab_dir, must_exist=False)
     builder = VocabularyBuilder()
     t0 = time.perf_counter()
@@ -106,10 +115,47 @@ def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split
     write_vocabulary(
         path, entries, benchmark=benchmark, subset=subset, split=split, field=field,
         source=source, size_requested=size, documents=builder.documents,
-        words=builder.words, tokens=builder.tokens, limit=limit,
+        words=builder.words, tokens=builder.tokens, limit=limit, **(extra_header or {}),
     )
     return {
         "benchmark": benchmark, "subset": subset, "path": str(path), "size": len(entries),
         "documents": builder.documents, "words": builder.words, "tokens": builder.tokens,
         "seconds": elapsed, "words_per_second": builder.words / elapsed if elapsed > 0 else None,
     }
+
+
+def data_fingerprint(source) -> str:
+    """What identifies a user domain's train data: the file's path, size and modification
+    time (a hub split: its dataset, config and split), so an edited file gets a new vocabulary."""
+    where = source.where("train")
+    if source.format == "hub":
+        return where
+    st = Path(where).stat()
+    return f"{where}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool | None = None) -> dict:
+    """A user domain's DVO vocabulary: the cached file under ``vocab_dir`` when it was built
+    from the same train data, else built now from the domain's train split.
+
+    Why built on demand: the user's domain has no released vocabulary, and asking for a
+    separate ``build-vocab`` step before the first run is one more thing to get wrong;
+    the fingerprint in the file's header keeps a changed train file from being scored
+    against a stale vocabulary. Returns what the results record.
+    """
+    from custom_metrics.dvo import VocabularyError, read_vocabulary
+
+    vocab_dir = resolve(metadata, "vocab_dir")
+    path = vocabulary_path(spec.benchmark, spec.subset, vocab_dir, must_exist=False)
+    if spec.source is None or "train" not in spec.source.splits:
+        return {"path": str(path), "built": False}
+    stamp = data_fingerprint(spec.source)
+    if path.is_file():
+        try:
+            if read_vocabulary(path).header.get("data_fingerprint") == stamp:
+                return {"path": str(path), "built": False, "data_fingerprint": stamp}
+        except VocabularyError:
+            pass  # unreadable: built again below
+    info = build_one(spec.benchmark, spec.subset, vocab_dir=vocab_dir, progress=progress,
+                     extra_header={"data_fingerprint": stamp})
+    return {"path": info["path"], "built": True, "data_fingerprint": stamp, "documents": info["documents"]}

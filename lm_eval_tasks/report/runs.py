@@ -108,7 +108,7 @@ class Runs:
 
     def benchmarks(self) -> list[str]:
         present = {r.benchmark for r in self.runs if r.benchmark}
-        return [b for b in catalog.BENCHMARKS if b in present]
+        return [b for b in catalog.ALL_BENCHMARKS if b in present]
 
     def of(self, benchmark: str) -> list[Run]:
         return [r for r in self.runs if r.benchmark == benchmark]

@@ -46,6 +46,7 @@ from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, est
 HEADLINE: dict[str, tuple[str, ...]] = {
     "domainsum": ("rouge_geo", "rouge_mean", "bertscore_f1"),
     "adapteval": ("bertscore_f1", "dvo", "rouge_geo", "domain_adaptation", "coherence", "fluency", "fm"),
+    "own": ("rouge_geo", "rouge_mean", "bertscore_f1", "dvo"),
     "ccsbench": ("length_pcc", "length_mad", "keyword_sr", "fkgl_normal", "fkgl_high", "delta_fkgl",
                  "focus_macro_f1", "rouge_geo"),
 }
@@ -450,7 +451,7 @@ def test_caption(opt: Options) -> str:
 
 def paper(benchmark: str) -> str:
     return {"domainsum": "DomainSum", "adapteval": "AdaptEval", "ccsbench": "CCSBench",
-            "medqsum": "Medical question summarization"}.get(benchmark, benchmark)
+            "medqsum": "Medical question summarization", "own": "Your own domains"}.get(benchmark, benchmark)
 
 
 def order(run: Run) -> int:

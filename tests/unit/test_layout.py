@@ -87,12 +87,14 @@ def test_commands_are_thin():
     """A subcommand parses flags, resolves settings and calls one library function."""
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines())
              for p in (ROOT / "lm_eval_tasks" / "commands").glob("*.py")}
-    assert sum(sizes.values()) <= 1200, sizes
+    from lm_eval_tasks.commands import COMMANDS
+
+    assert sum(sizes.values()) <= 75 * len(COMMANDS), sizes  # a new command brings its own budget
     assert {n: k for n, k in sizes.items() if k > 150} == {}
     for path in (ROOT / "lm_eval_tasks" / "commands").glob("*.py"):  # no command imports another's logic
         hits = [m for m in _imports(path) if m.startswith("lm_eval_tasks.commands.")
                 and m.split(".")[2] not in ("COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata",
-                                             "with_flags")]
+                                             "register_include_paths", "with_flags")]
         assert not hits, (path.name, hits)
 
 

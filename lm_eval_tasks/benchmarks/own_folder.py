@@ -1,0 +1,254 @@
+"""``domsum new-task``'s library side: a folder of plain harness YAML for a user's domain.
+
+Why write files rather than register the domain somewhere in the package: a task YAML
+is what lm-eval users read, edit, version and share, and ``lm_eval --include_path
+FOLDER`` runs it from any directory with no suite command in between. The folder holds
+
+* ``NAME.yaml``: the zero-shot task, every fact of the domain in one place (data files,
+  field names, prompt, generation budget, metric families), with comments;
+* ``NAME_2shot.yaml``: the two-shot task, ``include: NAME.yaml`` plus its own lines;
+* ``utils.py``: the one line that names the suite's task class;
+* ``README.md``: the harness's task README template, filled in.
+
+The data are read once here, through the same reader the task uses, so a missing file,
+a missing field or a bad line is reported now, with its file and line, not after a
+model has loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: stops of DomainSum's prompts (a run-on generation ends at the next prompt marker)
+UNTIL = {0: ("\n\n\n", "SUMMARY:", "You are an expert at summarization"),
+         2: ("\n\n\n", "Example 3:", "\nDocument:", "Now, summarize the following text")}
+#: tokens per word of English text in the usual LLM tokenizers (Llama, GPT-2: about 1.3)
+TOKENS_PER_WORD = 1.3
+
+
+@dataclass
+class NewTask:
+    """What ``domsum new-task`` was asked for."""
+
+    name: str
+    out: Path
+    data: Path | None = None
+    hub: str | None = None
+    hub_config: str | None = None
+    format: str | None = None
+    document_field: str = "document"
+    summary_field: str = "summary"
+    id_field: str | None = None
+    level: str = BENCHMARK
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    prompt: str | None = None
+    max_gen_toks: int | None = None
+    overwrite: bool = False
+    written: list[Path] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _source(req: NewTask) -> DomainSource:
+    common = dict(name=req.name, document_field=req.document_field, summary_field=req.summary_field,
+                  id_field=req.id_field, prompt=req.prompt)
+    if req.hub:
+        return DomainSource(format="hub", files=(("test", "test"), ("train", "train")), hub_path=req.hub,
+                            hub_name=req.hub_config, **common)
+    if req.data is None:
+        raise RecordError("say where the data are: --data DIR (test.jsonl and train.jsonl, or .csv) or --hub DATASET")
+    folder = req.data.expanduser().resolve()
+    if not folder.is_dir():
+        raise RecordError(f"--data {req.data}: not a folder (it should hold test.jsonl and train.jsonl)")
+    formats = [req.format] if req.format else ["json", "csv"]
+    suffix = {"json": ".jsonl", "csv": ".csv"}
+    for fmt in formats:
+        if (folder / f"test{suffix[fmt]}").is_file():
+            files = tuple((s, str(folder / f"{s}{suffix[fmt]}")) for s in ("test", "train")
+                          if (folder / f"{s}{suffix[fmt]}").is_file())
+            return DomainSource(format=fmt, files=files, **common)
+    have = sorted(p.name for p in folder.iterdir())[:10]
+    raise RecordError(f"--data {folder}: no test.jsonl or test.csv (found: {', '.join(have) or 'nothing'})")
+
+
+def _read(source: DomainSource, task: str) -> dict[str, list[dict]]:
+    from lm_eval_tasks.data.user_files import iter_records
+
+    return {split: [rec for _, rec in iter_records(source, split, task)] for split in source.splits}
+
+
+def default_max_gen_toks(summaries: list[str]) -> int:
+    """About twice the mean reference length in tokens, rounded up to a multiple of 32
+    (32 to 1,024): DomainSum's rule for its budgets."""
+    words = [len(s.split()) for s in summaries] or [50]
+    tokens = 2 * TOKENS_PER_WORD * sum(words) / len(words)
+    return int(min(1024, max(32, math.ceil(tokens / 32) * 32)))
+
+
+def _strings(items) -> str:
+    return "".join(f"    - {json.dumps(x)}\n" for x in items)
+
+
+def zero_shot_yaml(req: NewTask, source: DomainSource, max_gen: int) -> str:
+    if source.format == "hub":
+        data = (f"dataset_path: {json.dumps(source.hub_path)}\n"
+                + (f"dataset_name: {json.dumps(source.hub_name)}\n" if source.hub_name else "")
+                + "dataset_kwargs:\n  data_files: null\n")
+    else:
+        data = (f"dataset_path: {source.format}        # json (JSON lines) or csv; or a hub dataset id\n"
+                "dataset_kwargs:\n  data_files:          # split -> file (relative paths: from this folder)\n"
+                + "".join(f"    {split}: {json.dumps(path)}\n" for split, path in source.files))
+    prompt = json.dumps(source.prompt) if source.prompt else "null"
+    return (
+        f"# Summarization on your own domain {req.name!r}, written by `domsum new-task` (docs/own_domain.md).\n"
+        "# A plain lm-eval task: edit any line. Run it from any directory with\n"
+        f"#   lm_eval --model hf --model_args pretrained=MODEL --include_path THIS_FOLDER --tasks {req.name}\n"
+        f"task: {req.name}\n"
+        "class: !function utils.SuiteTask     # the suite's task class: prompt fitting, per-document scores\n"
+        "output_type: generate_until\n"
+        + data +
+        "test_split: test\n"
+        'doc_to_text: "{{prompt}}"            # built by the suite from metadata.domain.prompt\n'
+        'doc_to_target: "{{summary}}"\n'
+        "generation_kwargs:\n  until:\n" + _strings(UNTIL[0]) +
+        f"  max_gen_toks: {max_gen}            # about twice the mean reference length in tokens\n"
+        "  do_sample: false\n  temperature: 0.0\n"
+        "metadata:\n  version: 1.0\n"
+        "  rouge_stemming: true               # Porter stemming (rouge-score's default); false as DomainSum\n"
+        f"  {RECORD_KEY}:\n"
+        f"    name: {json.dumps(req.name)}\n"
+        f"    level: {json.dumps(req.level)}                  # its group in domain-stats and reports\n"
+        f"    document_field: {json.dumps(source.document_field)}\n"
+        f"    summary_field: {json.dumps(source.summary_field)}\n"
+        f"    id_field: {json.dumps(source.id_field) if source.id_field else 'null'}\n"
+        f"    families: [{', '.join(req.families)}]\n"
+        f"    prompt: {prompt}                   # null: DomainSum's prompt; else a text with {{document}}\n"
+        "    fewshot_prompt: null           # null: DomainSum's two-shot prompt\n"
+    )
+
+
+def two_shot_yaml(req: NewTask) -> str:
+    return (
+        f"# {req.name} with two demonstrations drawn from the train split (DomainSum's two-shot prompt).\n"
+        f"include: {req.name}.yaml\n"
+        f"task: {req.name}_2shot\n"
+        "num_fewshot: 2\n"
+        "generation_kwargs:\n  until:\n" + _strings(UNTIL[2]) +
+        f"  max_gen_toks: {req.max_gen_toks}\n  do_sample: false\n  temperature: 0.0\n"
+    )
+
+
+UTILS = ('"""Harness entry point of this task folder: the YAMLs name ``utils.SuiteTask``."""\n\n'
+         "from lm_eval_tasks.harness import task_class\n\nSuiteTask = task_class(__file__)\n")
+
+
+def readme(req: NewTask, source: DomainSource) -> str:
+    where = (f"the hub dataset `{source.hub_path}`" if source.format == "hub"
+             else ", ".join(f"`{p}` ({s})" for s, p in source.files))
+    counts = ", ".join(f"{n} {s}" for s, n in req.counts.items())
+    tasks = f"* `{req.name}`: zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else "")
+    if (req.out / f"{req.name}_2shot.yaml") in req.written:
+        tasks += f"\n* `{req.name}_2shot`: two demonstrations from the train split, seeded per document"
+    return f"""# {req.name}
+
+### Paper
+
+Title: your own domain, evaluated with the DomainSum protocol
+
+Abstract: records from {where}{f' ({counts} records when written)' if counts else ''}; field
+`{source.document_field}` is the document and `{source.summary_field}` the reference summary.
+The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) unless the
+YAML gives its own.
+
+Homepage: none
+
+### Citation
+
+```text
+Cite your data here; the protocol: Yuan & Zhang, DomainSum, Findings of NAACL 2025.
+```
+
+### Groups, Tags, and Tasks
+
+#### Groups
+
+None.
+
+#### Tags
+
+None.
+
+#### Tasks
+
+{tasks}
+
+Metrics, per document with standard errors: {', '.join(req.families)} (`domsum tasks` and
+docs/metrics.md name their keys). DVO reads a vocabulary built from the train split the
+first time the task runs, cached under the vocabulary folder and rebuilt when the train
+file changes; the results record its path (`user_vocabulary`).
+
+### Checklist
+
+For adding novel benchmarks/datasets to the library:
+* [ ] Is the task an existing benchmark in the literature?
+  * [ ] Have you referenced the original paper that introduced the task?
+  * [ ] If yes, does the original paper provide a reference implementation? If so, have you checked against the reference implementation and documented how to run such a test?
+
+If other tasks on this dataset are already supported:
+* [ ] Is the "Main" variant of this task clearly denoted?
+* [ ] Have you provided a short sentence in a README on what each new variant adds / evaluates?
+* [ ] Have you noted which, if any, published evaluation setups are matched by this variant?
+
+### Changelog
+
+* v1.0: written by `domsum new-task`.
+"""
+
+
+def write_folder(req: NewTask) -> NewTask:
+    """Check the request and the data, then write the folder; returns ``req`` with what
+    was written and the record counts."""
+    from lm_eval_tasks import catalog
+
+    if not NAME_RE.match(req.name):
+        raise RecordError(f"task name {req.name!r}: use letters, digits and underscores, starting with a letter")
+    if req.name.endswith("_2shot"):
+        raise RecordError(f"task name {req.name!r}: the two-shot task gets `_2shot` itself; drop the suffix")
+    for name in (req.name, f"{req.name}_2shot"):
+        if name in catalog.all_groups() or (name in catalog.all_tasks() and catalog.all_tasks()[name].source is None):
+            raise RecordError(f"task name {name!r} is already one of the suite's; choose another")
+    source = _source(req)
+    if source.format != "hub":
+        records = _read(source, req.name)
+        req.counts = {s: len(r) for s, r in records.items()}
+        if not records.get("test"):
+            raise RecordError(f"{source.where('test')}: no records")
+        summaries = [r["summary"] for r in records.get("train") or records["test"]]
+    else:
+        summaries = []
+    req.max_gen_toks = req.max_gen_toks or default_max_gen_toks(summaries)
+    out = req.out.expanduser().resolve()
+    req.out = out
+    files = {out / f"{req.name}.yaml": zero_shot_yaml(req, source, req.max_gen_toks), out / "utils.py": UTILS}
+    if source.format == "hub" or req.counts.get("train", 0) >= 3:
+        files[out / f"{req.name}_2shot.yaml"] = two_shot_yaml(req)
+    clash = [p for p in [*files, out / "README.md"] if p.exists()]
+    if clash and not req.overwrite:
+        raise RecordError(f"{clash[0]} exists; pass --overwrite to replace the task folder's files, or --out "
+                          f"another folder")
+    out.mkdir(parents=True, exist_ok=True)
+    from lm_eval_tasks.outputs import write_atomically
+
+    req.written = list(files)
+    for path, text in files.items():
+        write_atomically(path, text)
+    readme_path = out / "README.md"
+    write_atomically(readme_path, readme(req, source))
+    req.written.append(readme_path)
+    return req

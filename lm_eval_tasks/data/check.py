@@ -1,0 +1,79 @@
+"""Is every requested task's data there? Asked before a model loads.
+
+Why: lm-eval builds the model before it builds the tasks, so a wrong ``data_dir``, a
+missing split or an unreachable hub used to surface only after the model had loaded
+(minutes for an 8B model). ``domsum run`` asks :func:`data_problems` for every suite and
+user task of the command line first, and stops with one line per problem. The checks
+are cheap: a file's existence and its first record (the loader validates the rest
+when the task loads), a registered hub source and a 3 s reachability probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from lm_eval_tasks.catalog import TaskSpec
+from lm_eval_tasks.data.loader import DEFAULT_FIELDS, HUB_SOURCES, DataError, json_lines, mirror_path, \
+    resolve_data_dir, validate_record
+from lm_eval_tasks.settings import resolve
+
+
+def _mirror_problem(spec: TaskSpec, split: str, root: Any) -> str | None:
+    path = mirror_path(root, spec.benchmark, spec.subset, split)
+    if not path.is_file():
+        return (f"task {spec.name!r}: missing split {split!r}: expected {path} (data_dir {root}); prepare the "
+                f"mirror with `domsum prepare-data --help`")
+    try:
+        for where, rec in json_lines(path, f"task {spec.name!r}: "):
+            validate_record(rec, DEFAULT_FIELDS, where)
+            return None
+    except DataError as exc:
+        return str(exc)
+    return f"task {spec.name!r}: {path} holds no records"
+
+
+@lru_cache(maxsize=1)
+def _hub_down() -> str | None:
+    """The probe's answer, asked once per process however many tasks come from the hub."""
+    from lm_eval_tasks.data.hub import unreachable
+
+    return unreachable("the data of the requested tasks")
+
+
+def _hub_problem(spec: TaskSpec) -> str | None:
+    if (spec.benchmark, spec.subset) not in HUB_SOURCES:
+        return (f"task {spec.name!r}: {spec.benchmark}/{spec.subset} has no hub source: set data_dir "
+                f"(--metadata '{{\"data_dir\": \"DIR\"}}' or $DOMSUM_DATA_DIR) to a mirror holding it")
+    from lm_eval_tasks.data.hub import OFFLINE_HINT, offline_mode, one_line
+
+    if not offline_mode():
+        return _hub_down()
+    # offline, the libraries read their local cache: is the dataset there? (fails in about a second)
+    src = HUB_SOURCES[(spec.benchmark, spec.subset)]
+    try:
+        import datasets
+
+        datasets.load_dataset_builder(resolve({}, "hub_path") or src.path, src.name)
+    except Exception as exc:  # not cached, or a broken cache
+        return (f"task {spec.name!r}: {src.path} ({src.name}) is not in the local Hugging Face cache and the hub "
+                f"is off (HF_HUB_OFFLINE): {one_line(exc)}; {OFFLINE_HINT}")
+    return None
+
+
+def data_problems(spec: TaskSpec, metadata: Mapping[str, Any] | None = None) -> list[str]:
+    """Why ``spec``'s data cannot be read, one line each (empty: it can, as far as a
+    cheap check can tell)."""
+    if spec.source is not None:
+        from lm_eval_tasks.data.user_files import first_problem
+
+        splits = ["test"] + (["train"] if spec.shots or "dvo" in spec.families else [])
+        found = [first_problem(spec.source, split, spec.name) for split in splits]
+        return [p for p in found if p]
+    root = resolve_data_dir(resolve(dict(metadata or {}), "data_dir"))
+    problem = _mirror_problem(spec, "test", root) if root is not None else _hub_problem(spec)
+    return [problem] if problem else []
+
+
+__all__ = ["data_problems"]

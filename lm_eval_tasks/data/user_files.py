@@ -1,0 +1,110 @@
+"""Reading a user domain's splits: JSON lines, CSV or a hub dataset, under the user's field names.
+
+Why beside the loader and not in it: the suite's own benchmarks live in the mirror
+layout (``DIR/<benchmark>/<subset>/<split>.jsonl``) or come from a registered hub source,
+while a user's domain names its files and fields in its task YAML
+(:mod:`lm_eval_tasks.benchmarks.own`). Records come out as the loader's
+(``document``, ``summary``, optional ``id``; the user's other fields kept), and every
+problem names the task, the file, the line and the field, as the loader's do.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lm_eval_tasks.data.loader import DataError, json_lines, validate_record
+
+
+def _where(task: str | None) -> str:
+    return f"task {task!r}: " if task else ""
+
+
+def split_path(source: Any, split: str, task: str | None) -> Path:
+    """The file of ``split``; a split the record does not name is an error saying where to add it."""
+    files = source.splits
+    if split not in files:
+        raise DataError(f"{_where(task)}the domain {source.name!r} has no {split!r} split: add "
+                        f"`{split}: FILE` under dataset_kwargs.data_files in its task YAML "
+                        f"(it names {', '.join(sorted(files))})")
+    return Path(files[split])
+
+
+def _rename(rec: dict, source: Any, where: str) -> dict:
+    out = dict(rec)
+    out["document"], out["summary"] = rec[source.document_field], rec[source.summary_field]
+    if source.id_field:
+        if source.id_field not in rec:
+            raise DataError(f"{where}: missing id field {source.id_field!r} (fields present: {sorted(rec)})")
+        out["id"] = rec[source.id_field]
+    return out
+
+
+def iter_records(source: Any, split: str, task: str | None = None) -> Iterator[tuple[str, dict]]:
+    """``(where, record)`` of one split, validated, under the loader's field names."""
+    fields = (source.document_field, source.summary_field)
+    if source.format == "hub":
+        yield from _hub_records(source, split, task, fields)
+        return
+    path = split_path(source, split, task)
+    if not path.is_file():
+        raise DataError(f"{_where(task)}{split} file {path} does not exist (dataset_kwargs.data_files."
+                        f"{split} in the task YAML)")
+    if source.format == "csv":
+        rows = _csv_rows(path, _where(task))
+    else:
+        rows = json_lines(path, _where(task))
+    for where, rec in rows:
+        yield where, _rename(validate_record(rec, fields, where), source, where)
+
+
+def _csv_rows(path: Path, prefix: str) -> Iterator[tuple[str, dict]]:
+    """Rows of a CSV file with a header line, each with its line number."""
+    csv.field_size_limit(sys.maxsize)  # documents are long; the default limit is 128 KiB
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                where = f"{prefix}{path}, line {reader.line_num}"
+                if None in row:
+                    raise DataError(f"{where}: more cells than the header has columns")
+                yield where, {k: ("" if v is None else v) for k, v in row.items()}
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{prefix}{path}: not valid UTF-8 ({exc.reason}); re-encode the file as UTF-8") from None
+
+
+def _hub_records(source: Any, split: str, task: str | None, fields: tuple[str, str]) -> Iterator[tuple[str, dict]]:
+    from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
+
+    hub_split = split_path(source, split, task).as_posix()
+    what = f"{_where(task)}{source.where(split)}"
+    if (reason := unreachable(what)) is not None:
+        raise DataError(reason)
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(source.hub_path, source.hub_name, split=hub_split)
+    except Exception as exc:  # network, auth, missing config ...
+        raise DataError(f"could not load {what} from the hub ({one_line(exc)}); without internet, "
+                        f"{OFFLINE_HINT}.") from exc
+    missing = [f for f in fields if f not in ds.column_names]
+    if missing:
+        raise DataError(f"{what}: no column {', '.join(map(repr, missing))}; columns: {ds.column_names} "
+                        f"(set document_field / summary_field under metadata.domain)")
+    for i, row in enumerate(ds):
+        where = f"{what}, row {i}"
+        yield where, _rename(validate_record(dict(row), fields, where), source, where)
+
+
+def first_problem(source: Any, split: str, task: str | None = None) -> str | None:
+    """Why ``split`` cannot be read (its first record checked), or None: the check run
+    before a model loads."""
+    try:
+        for _ in iter_records(source, split, task):
+            return None
+    except DataError as exc:
+        return str(exc)
+    return f"{_where(task)}{source.where(split)} holds no records"

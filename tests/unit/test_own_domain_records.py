@@ -1,0 +1,89 @@
+"""A user's domain as a record: what ``domsum new-task`` writes reads back as the same
+catalogue row, and bad YAML is one error naming the field and the close names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from finetune.card import eval_command
+from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.own import RecordError, read_task_yaml, spec_from_config, task_configs
+from lm_eval_tasks.benchmarks.own_folder import NewTask, default_max_gen_toks, write_folder
+
+
+@pytest.fixture(autouse=True)
+def own_table(monkeypatch):
+    """A fresh catalogue table for each test, so the domains registered here leave the
+    process-wide one as it was."""
+    monkeypatch.setattr(catalog, "_TABLE", None)
+
+
+def _data(folder: Path, n_test: int = 3, n_train: int = 4) -> Path:
+    folder.mkdir(parents=True)
+    for split, n in (("test", n_test), ("train", n_train)):
+        rows = [{"text": f"document {split} {i} about contracts and courts", "gist": f"summary {i}"}
+                for i in range(n)]
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def _write(tmp_path: Path, name: str = "legalx", **kw) -> NewTask:
+    req = NewTask(name=name, out=tmp_path / "tasks", data=_data(tmp_path / "data"),
+                  document_field="text", summary_field="gist", **kw)
+    return write_folder(req)
+
+
+def test_written_yaml_reads_back_as_the_catalogue_row(tmp_path):
+    done = _write(tmp_path, level="law")
+    assert sorted(p.name for p in done.written) == ["README.md", "legalx.yaml", "legalx_2shot.yaml", "utils.py"]
+    assert done.counts == {"test": 3, "train": 4}
+    configs = dict((p.name, c) for p, c in task_configs(done.out))
+    zero = spec_from_config(configs["legalx.yaml"], str(done.out / "legalx.yaml"))
+    two = spec_from_config(configs["legalx_2shot.yaml"], str(done.out / "legalx_2shot.yaml"))
+    assert (zero.benchmark, zero.subset, zero.level, zero.shots) == ("own", "legalx", "law", 0)
+    assert (two.subset, two.shots, two.max_gen_toks) == ("legalx", 2, zero.max_gen_toks)
+    assert zero.source.document_field == "text" and zero.source.splits["test"] == str(tmp_path / "data" / "test.jsonl")
+    assert zero.max_gen_toks == default_max_gen_toks(["summary 0"] * 4) == 32
+
+
+def test_an_existing_folder_is_not_replaced(tmp_path):
+    _write(tmp_path)
+    with pytest.raises(RecordError, match="exists; pass --overwrite"):
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=tmp_path / "data",
+                             document_field="text", summary_field="gist"))
+
+
+def test_a_missing_field_names_file_line_and_field(tmp_path):
+    with pytest.raises(Exception, match=r"test.jsonl, line 1.*'body'"):
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=_data(tmp_path / "data"),
+                             document_field="body", summary_field="gist"))
+
+
+def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
+    done = _write(tmp_path)
+    config = read_task_yaml(done.out / "legalx.yaml")
+    bad = {**config, "metadata": {**config["metadata"], "domain": {**config["metadata"]["domain"], "levl": "x"}}}
+    with pytest.raises(RecordError, match="unknown field.*levl.*did you mean level"):
+        spec_from_config(bad, "legalx.yaml")
+    fam = {**config, "metadata": {**config["metadata"],
+                                  "domain": {**config["metadata"]["domain"], "families": ["rogue"]}}}
+    with pytest.raises(RecordError, match="unknown metric family 'rogue'; did you mean rouge"):
+        spec_from_config(fam, "legalx.yaml")
+
+
+def test_a_suite_name_cannot_be_taken(tmp_path):
+    done = _write(tmp_path)
+    config = {**read_task_yaml(done.out / "legalx.yaml"), "task": "domainsum_cnndm"}
+    with pytest.raises(catalog.UnknownTask, match="already a task or group of the suite"):
+        catalog.register(spec_from_config(config, str(done.out / "legalx.yaml")))
+
+
+def test_fine_tuning_points_lm_eval_at_the_users_folder(tmp_path):
+    done = _write(tmp_path, name="legaly")
+    catalog.register_folder(done.out)
+    command = eval_command("base-model", str(tmp_path / "adapter"), "legaly", "causal", "lora")
+    assert f"--include_path {done.out}" in command
+    assert f"--include_path {catalog.TASKS_DIR}" in eval_command("b", "o", "domainsum_cnndm", "causal", "lora")
