@@ -3,61 +3,108 @@
 Plain functions over strings and lists, no harness import, batched. Heavy scorers
 (BERTScore encoder, judge client, language models) are loaded lazily and kept per
 process. See docs/metrics.md ("Python API") for the public functions.
+
+The names below are imported on first use (PEP 562), so ``import custom_metrics`` or
+``from custom_metrics import rouge_scores`` loads only what it names: a ROUGE-only
+caller imports no judge client, no FM and no statistics.
 """
 
-from custom_metrics.battery import medqsum_battery
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Two functions share their module's name: bound now, as the package's attribute, so
+# that importing the module later (the registry does) cannot shadow the function.
 from custom_metrics.bertscore import bertscore
-from custom_metrics.blanc import blanc_help_per_document, blanc_scores, blanc_tune_per_document
-from custom_metrics.bleu import bleu_scores, chrf_scores, corpus_sacrebleu, sentence_bleu_scores, sentence_chrf_scores
-from custom_metrics.ccs import fkgl, focus_f1, keyword_success_rate, length_bin, length_scores, readability_scores
-from custom_metrics.dvo import (
-    VocabularyNotFoundError,
-    build_vocabulary,
-    dvo,
-    dvo_scores,
-    dvo_token,
-    dvo_token_scores,
-    load_vocabulary,
-    vocabulary_path,
-)
-from custom_metrics.fm import FACETS, extract_facets, fm_aggregate, fm_scores, parse_facets
-from custom_metrics.fragments import domainsum_fragments, longest_match_fragments, newsroom_fragments
-from custom_metrics.judge import (
-    JudgeConfig,
-    JudgeConfigError,
-    JudgeError,
-    JudgeRequestError,
-    JudgeResult,
-    JudgeStats,
-    ask,
-    judge_scores,
-    judge_scores_async,
-    judge_texts,
-    judge_texts_async,
-    notice_judge_skipped,
-)
-from custom_metrics.judge.prompts import ADAPTEVAL_METRICS, adapteval_judge
-from custom_metrics.hf_models import ModelUnavailable
-from custom_metrics.mauve import mauve_scores
-from custom_metrics.measures import (
-    MEASURES,
-    PROFILES,
-    domain_measures,
-    find_duplicates,
-    measure_pairs,
-    measure_token_pairs,
-    ngram_coverage,
-    ngram_diversity,
-    novel_ngram_ratio,
-    pair_measures,
-    summarize_pairs,
-)
-from custom_metrics.meteor import meteor_per_document, meteor_scores
-from custom_metrics.perplexity import perplexity_per_text, perplexity_scores
-from custom_metrics.rouge import rouge_scores
-from custom_metrics.stopwords import ENGLISH_STOPWORDS
-from custom_metrics.token_shift import aggregate_shift, domain_word_mask, position_shift, summarize_shift
-from custom_metrics.tokenize import count_tokens, word_tokenize
+from custom_metrics.dvo import dvo
+
+#: public name -> the module that defines it
+_PUBLIC: dict[str, str] = {
+    "medqsum_battery": "custom_metrics.battery",
+    "blanc_help_per_document": "custom_metrics.blanc",
+    "blanc_scores": "custom_metrics.blanc",
+    "blanc_tune_per_document": "custom_metrics.blanc",
+    "bleu_scores": "custom_metrics.bleu",
+    "chrf_scores": "custom_metrics.bleu",
+    "corpus_sacrebleu": "custom_metrics.bleu",
+    "sentence_bleu_scores": "custom_metrics.bleu",
+    "sentence_chrf_scores": "custom_metrics.bleu",
+    "fkgl": "custom_metrics.ccs",
+    "focus_f1": "custom_metrics.ccs",
+    "keyword_success_rate": "custom_metrics.ccs",
+    "length_bin": "custom_metrics.ccs",
+    "length_scores": "custom_metrics.ccs",
+    "readability_scores": "custom_metrics.ccs",
+    "VocabularyNotFoundError": "custom_metrics.dvo",
+    "build_vocabulary": "custom_metrics.dvo",
+    "dvo_scores": "custom_metrics.dvo",
+    "dvo_token": "custom_metrics.dvo",
+    "dvo_token_scores": "custom_metrics.dvo",
+    "load_vocabulary": "custom_metrics.dvo",
+    "vocabulary_path": "custom_metrics.dvo",
+    "FACETS": "custom_metrics.fm",
+    "extract_facets": "custom_metrics.fm",
+    "fm_aggregate": "custom_metrics.fm",
+    "fm_scores": "custom_metrics.fm",
+    "parse_facets": "custom_metrics.fm",
+    "domainsum_fragments": "custom_metrics.fragments",
+    "longest_match_fragments": "custom_metrics.fragments",
+    "newsroom_fragments": "custom_metrics.fragments",
+    "JudgeConfig": "custom_metrics.judge",
+    "JudgeConfigError": "custom_metrics.judge",
+    "JudgeError": "custom_metrics.judge",
+    "JudgeRequestError": "custom_metrics.judge",
+    "JudgeResult": "custom_metrics.judge",
+    "JudgeStats": "custom_metrics.judge",
+    "ask": "custom_metrics.judge",
+    "judge_scores": "custom_metrics.judge",
+    "judge_scores_async": "custom_metrics.judge",
+    "judge_texts": "custom_metrics.judge",
+    "judge_texts_async": "custom_metrics.judge",
+    "notice_judge_skipped": "custom_metrics.judge",
+    "ADAPTEVAL_METRICS": "custom_metrics.judge.prompts",
+    "adapteval_judge": "custom_metrics.judge.prompts",
+    "ModelUnavailable": "custom_metrics.hf_models",
+    "mauve_scores": "custom_metrics.mauve",
+    "MEASURES": "custom_metrics.measures",
+    "PROFILES": "custom_metrics.measures",
+    "domain_measures": "custom_metrics.measures",
+    "find_duplicates": "custom_metrics.measures",
+    "measure_pairs": "custom_metrics.measures",
+    "measure_token_pairs": "custom_metrics.measures",
+    "ngram_coverage": "custom_metrics.measures",
+    "ngram_diversity": "custom_metrics.measures",
+    "novel_ngram_ratio": "custom_metrics.measures",
+    "pair_measures": "custom_metrics.measures",
+    "summarize_pairs": "custom_metrics.measures",
+    "meteor_per_document": "custom_metrics.meteor",
+    "meteor_scores": "custom_metrics.meteor",
+    "perplexity_per_text": "custom_metrics.perplexity",
+    "perplexity_scores": "custom_metrics.perplexity",
+    "rouge_scores": "custom_metrics.rouge",
+    "ENGLISH_STOPWORDS": "custom_metrics.stopwords",
+    "aggregate_shift": "custom_metrics.token_shift",
+    "domain_word_mask": "custom_metrics.token_shift",
+    "position_shift": "custom_metrics.token_shift",
+    "summarize_shift": "custom_metrics.token_shift",
+    "count_tokens": "custom_metrics.tokenize",
+    "word_tokenize": "custom_metrics.tokenize",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'custom_metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
 
 __all__ = [
     "medqsum_battery", "bleu_scores", "sentence_bleu_scores", "corpus_sacrebleu", "chrf_scores",

@@ -41,8 +41,8 @@ from typing import Any
 
 from custom_metrics import model_cache
 from custom_metrics.hf_models import ModelUnavailable, unavailable_message
-from custom_metrics.registry import Batch, Context, Family, Key, _model_error
-from custom_metrics.reference_cache import CACHE_FORMAT, ReferenceCache, _warn_once, weights_identity
+from custom_metrics.registry import Batch, Context, Family, Key, model_error
+from custom_metrics.reference_cache import CACHE_FORMAT, ReferenceCache, warn_once, weights_identity
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def bertscore_per_document(
         if cache is not None:
             emb = cache.load(uniq_refs)
     except Exception as exc:  # noqa: BLE001
-        _warn_once("open", "BERTScore reference cache unusable (%s: %s); scoring without it",
+        warn_once("open", "BERTScore reference cache unusable (%s: %s); scoring without it",
                    type(exc).__name__, exc)
         cache, emb = None, {}
     todo_refs = [r for r in uniq_refs if r not in emb]
@@ -292,7 +292,7 @@ def bertscore_per_document(
         try:
             cache.store({r: computed[r] for r in todo_refs})
         except Exception as exc:  # noqa: BLE001 - OSError is handled inside; anything else: no cache
-            _warn_once("store", "BERTScore reference cache: storing failed (%s: %s); scores are unaffected",
+            warn_once("store", "BERTScore reference cache: storing failed (%s: %s); scores are unaffected",
                        type(exc).__name__, exc)
     if report is not None:
         cut = sum(bool(emb[t][2]) for t in set(cands).union(uniq_refs))
@@ -363,7 +363,7 @@ def _bertscore_check(ctx: Context) -> None:
     try:
         get_scorer(model, ctx.settings.get("bertscore_layers"))
     except Exception as exc:  # noqa: BLE001 - any load failure means: not available
-        raise _model_error("BERTScore", model, "bertscore_model", "DOMSUM_BERTSCORE_MODEL", exc) from exc
+        raise model_error("BERTScore", model, "bertscore_model", "DOMSUM_BERTSCORE_MODEL", exc) from exc
 
 
 def _bertscore_describe(ctx: Context) -> dict[str, Any]:

@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from custom_metrics.analysis.stats.correlation import pearson
-
 BIN_WIDTH = 50
 #: CCSBench Section 3.1: "Length is divided into five bins" (0-4)
 N_BINS = 5
@@ -36,6 +34,25 @@ _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
 # --------------------------------------------------------------------------- length
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Pearson correlation r = cov(x, y) / (sd(x) sd(y)); NaN when n < 2 or a side is constant.
+
+    Agrees with ``scipy.stats.pearsonr`` (which warns and returns NaN for constant input).
+    """
+    n = len(xs)
+    if n != len(ys):
+        raise ValueError(f"pearson: {n} vs {len(ys)} values")
+    if n < 2:
+        return float("nan")
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return float("nan")
+    return sxy / math.sqrt(sxx * syy)
 
 
 def word_count(text: str) -> int:
@@ -341,7 +358,7 @@ def judge_focus(summaries: Sequence[str], config: Any,
 
 
 # =========================================================================== the family records
-from custom_metrics.judge_metrics import _judge_check, _judge_describe, _judge_of  # noqa: E402
+from custom_metrics.judge_metrics import judge_check, judge_describe, judge_of  # noqa: E402
 from custom_metrics.registry import NAN, Batch, Context, Family, Key  # noqa: E402
 
 
@@ -429,7 +446,7 @@ def _focus_score(batch: Batch, ctx: Context) -> dict[str, list]:
     from custom_metrics import ccs
 
     messages = ctx.options.get("focus_messages") or ccs.focus_messages
-    labels, res = ccs.judge_focus(batch.predictions, _judge_of(ctx), messages=messages)
+    labels, res = ccs.judge_focus(batch.predictions, judge_of(ctx), messages=messages)
     ctx.record["judge_usage"] = res.stats.as_dict()
     ctx.record["focus_failed"] = res.failed
     if "focus_prompt_source" in ctx.options:
@@ -474,8 +491,8 @@ CCS_FOCUS = Family(
     description="CCSBench empirical-focus control, judged by an LLM (empirical / conceptual).",
     source="custom_metrics.ccs",
     needs=("judge",),
-    check=_judge_check,
-    describe=_judge_describe,
+    check=judge_check,
+    describe=judge_describe,
 )
 
 

@@ -172,7 +172,7 @@ class PairIndex:
 # --------------------------------------------------------------------- Newsroom
 
 
-def _greedy_scan(index: PairIndex, skip_inside_runs: bool) -> list[int]:
+def greedy_scan(index: PairIndex, skip_inside_runs: bool) -> list[int]:
     """Fragment lengths of the greedy summary walk (see module docstring)."""
     S = index.summary_list
     A = index.doc_list
@@ -231,7 +231,7 @@ def newsroom_fragments(
     SummEval's defaults (spaCy English tokenizer, ``case=False``). Coverage = ``sum(f) / |S|``, density =
     ``sum(f**2) / |S|``.
     """
-    return _greedy_scan(PairIndex(article_tokens, summary_tokens), skip_inside_runs=True)
+    return greedy_scan(PairIndex(article_tokens, summary_tokens), skip_inside_runs=True)
 
 
 def longest_match_fragments(
@@ -245,13 +245,13 @@ def longest_match_fragments(
     from it would be ``sum(f**2) / |S|``. Source: the "longest match" reading of
     Grusky et al. (2018), Section 4.1, without their scan's jump.
     """
-    return _greedy_scan(PairIndex(article_tokens, summary_tokens), skip_inside_runs=False)
+    return greedy_scan(PairIndex(article_tokens, summary_tokens), skip_inside_runs=False)
 
 
 # -------------------------------------------------------------------- DomainSum
 
 
-def _two_pointer_scan(doc: list, summary: list) -> list[int]:
+def two_pointer_scan(doc: list, summary: list) -> list[int]:
     n_d, n_s = len(doc), len(summary)
     frags: list[int] = []
     i = j = 0
@@ -288,13 +288,13 @@ def domainsum_fragments(
     """
     doc = document_tokens if isinstance(document_tokens, list) else list(document_tokens)
     summ = summary_tokens if isinstance(summary_tokens, list) else list(summary_tokens)
-    return _two_pointer_scan(doc, summ)
+    return two_pointer_scan(doc, summ)
 
 
 # ------------------------------------------------------------ reference scans
 
 
-def _reference_newsroom_fragments(article_tokens, summary_tokens) -> list[int]:
+def reference_newsroom_fragments(article_tokens, summary_tokens) -> list[int]:
     """Literal transcription of Newsroom's ``Fragments._match`` loop: O(|S| * |A|)."""
     a, b = list(summary_tokens), list(article_tokens)
     out: list[int] = []
@@ -342,7 +342,7 @@ def _reference_longest_match_fragments(article_tokens, summary_tokens) -> list[i
     return out
 
 
-def _reference_domainsum_fragments(document_tokens, summary_tokens) -> list[int]:
+def reference_domainsum_fragments(document_tokens, summary_tokens) -> list[int]:
     """Literal transcription of the DomainSum release's ``calculate_density`` scan."""
     d, s = list(document_tokens), list(summary_tokens)
     out: list[int] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.registry import (NAN, Batch, Context, Family, Key, ScorerUnavailable, _nan_if_none,
+from custom_metrics.registry import (NAN, Batch, Context, Family, Key, ScorerUnavailable, nan_if_none,
                                      json_safe)
 
 
@@ -45,7 +45,7 @@ def check_endpoint(config: Any, timeout_s: float = 5.0) -> None:
             f"$DOMSUM_JUDGE_MODEL to leave the judge metrics out", config)) from exc
 
 
-def _judge_of(ctx: Context) -> Any:
+def judge_of(ctx: Context) -> Any:
     """The context's judge, drawing its bar as ``ctx.progress`` says unless the judge's own
     configuration already decides."""
     import dataclasses
@@ -55,12 +55,12 @@ def _judge_of(ctx: Context) -> Any:
     return dataclasses.replace(ctx.judge, progress=ctx.progress)
 
 
-def _judge_check(ctx: Context) -> None:
+def judge_check(ctx: Context) -> None:
     if ctx.judge is not None:
         check_endpoint(ctx.judge)
 
 
-def _judge_describe(ctx: Context) -> dict[str, Any]:
+def judge_describe(ctx: Context) -> dict[str, Any]:
     from urllib.parse import urlsplit
 
     if ctx.judge is None:
@@ -79,7 +79,7 @@ def _judge_prompt_variant(ctx: Context) -> str:
 
 
 def _adapteval_judge_describe(ctx: Context) -> dict[str, Any]:
-    return {**_judge_describe(ctx), "judge_prompt_variant_used": _judge_prompt_variant(ctx)}
+    return {**judge_describe(ctx), "judge_prompt_variant_used": _judge_prompt_variant(ctx)}
 
 
 def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
@@ -97,13 +97,13 @@ def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     wanted = [m for m in JUDGE_METRICS if m in (ctx.options.get("judge_metrics") or JUDGE_METRICS)]
     variant = _judge_prompt_variant(ctx)
     ctx.record["judge_prompt_variant_used"] = variant
-    res = adapteval_judge(batch.documents, batch.predictions, ctx.subset, _judge_of(ctx), wanted,
+    res = adapteval_judge(batch.documents, batch.predictions, ctx.subset, judge_of(ctx), wanted,
                           max_document_words=ctx.options.get("max_document_words"),
                           stats=ctx.options.get("judge_stats"), prompt_variant=variant)
     ctx.record["judge_mode"] = res["judge_mode"]
     ctx.record["judge_usage"] = res["usage"]
     ctx.record["judge_failed"] = res["failed"]  # unscored items by reason: parse, empty, timeout, http_<n>, ...
-    out = {k: _nan_if_none(res["per_item"][k]) if k in wanted else [NAN] * len(batch) for k in JUDGE_METRICS}
+    out = {k: nan_if_none(res["per_item"][k]) if k in wanted else [NAN] * len(batch) for k in JUDGE_METRICS}
     # only unparsable replies count here; empty summaries and transport faults are in judge_failed
     out["judge_parse_failures"] = [float(sum(res["reasons"][k][i] == "parse" for k in wanted))
                                    for i in range(len(batch))]
@@ -126,7 +126,7 @@ JUDGE = Family(
     source="custom_metrics.judge.prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
     needs=("judge",),
     settings=("judge_prompt_variant",),
-    check=_judge_check,
+    check=judge_check,
     describe=_adapteval_judge_describe,
 )
 
@@ -178,7 +178,7 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     variant = str(ctx.settings.get("fm_variant") or "zero")
     if variant not in ("zero", "few"):
         raise ValueError(f"fm_variant must be 'zero' or 'few', got {variant!r}")
-    res = fm_scores(batch.references, batch.predictions, _judge_of(ctx), variant=variant,
+    res = fm_scores(batch.references, batch.predictions, judge_of(ctx), variant=variant,
                     facets=bool(ctx.options.get("fm_facets", True)),
                     vanilla=bool(ctx.options.get("fm_vanilla", True)), stats=ctx.options.get("judge_stats"),
                     extract_max_tokens=int(ctx.settings.get("fm_extract_max_tokens") or EXTRACT_MAX_TOKENS))
@@ -193,8 +193,8 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
                 fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
         ctx.record["fm_details_written"] = str(path)
     per = res["per_item"]
-    out: dict[str, list] = {"fm": _nan_if_none([p["fm"] for p in per]),
-                            "fm_vanilla": _nan_if_none([p["fm_vanilla"] for p in per]),
+    out: dict[str, list] = {"fm": nan_if_none([p["fm"] for p in per]),
+                            "fm_vanilla": nan_if_none([p["fm_vanilla"] for p in per]),
                             "fm_failures": [0.0 if p["failure"] is None else 1.0 for p in per]}
     if ctx.options.get("keep_details"):
         out["fm_detail"] = [{k: p[k] for k in FM_DETAIL_FIELDS} for p in per]
@@ -216,8 +216,8 @@ FM = Family(
     source="custom_metrics.fm (the paper's prompts and weights)",
     needs=("judge",),
     settings=("fm_variant", "fm_extract_max_tokens", "fm_details"),
-    check=_judge_check,
-    describe=_judge_describe,
+    check=judge_check,
+    describe=judge_describe,
 )
 
 

@@ -17,10 +17,10 @@ import numpy as np
 
 from custom_metrics.fragments import (
     PairIndex,
-    _greedy_scan,
-    _reference_domainsum_fragments,
-    _reference_newsroom_fragments,
-    _two_pointer_scan,
+    greedy_scan,
+    reference_domainsum_fragments,
+    reference_newsroom_fragments,
+    two_pointer_scan,
 )
 
 Tokens = Sequence[Hashable]
@@ -138,10 +138,10 @@ def fast_pair_values(doc: list, summ: list, profile: str) -> tuple:
         for k in range(3)
     ]
     if profile == "newsroom":
-        frags = _greedy_scan(ix, skip_inside_runs=True)
+        frags = greedy_scan(ix, skip_inside_runs=True)
         coverage = sum(frags) / n_s if n_s else 0
     else:
-        frags = _two_pointer_scan(ix.doc, ix.summary)
+        frags = two_pointer_scan(ix.doc, ix.summary)
         coverage = 0
         for k in range(3):
             coverage += found[k] / sum_unique[k] if sum_unique[k] else 0
@@ -162,10 +162,10 @@ def reference_pair_values(doc: Tokens, summ: Tokens, profile: str) -> tuple:
         novel.append(len(s - d) / len(s) if len(s) > 0 else 0)
     compression = len(doc) / len(summ) if len(summ) > 0 else 0
     if profile == "newsroom":
-        frags = _reference_newsroom_fragments(doc, summ)
+        frags = reference_newsroom_fragments(doc, summ)
         coverage = sum(frags) / len(summ) if len(summ) > 0 else 0
     else:
-        frags = _reference_domainsum_fragments(doc, summ)
+        frags = reference_domainsum_fragments(doc, summ)
         coverage = 0
         for n in (1, 2, 3):
             s, d = set(_ngrams(summ, n)), set(_ngrams(doc, n))

@@ -33,10 +33,17 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from custom_metrics.bertscore import Encoder
+
+class Encoder(Protocol):
+    """What the cache reads of a BERTScore encoder (:class:`custom_metrics.bertscore.Encoder`);
+    a protocol, so this module does not import the one that uses it."""
+
+    model_name: str
+    model: Any
+
+    def identity(self) -> dict | None: ...
 
 log = logging.getLogger("custom_metrics.bertscore")
 
@@ -55,7 +62,7 @@ _WARNED: set[str] = set()
 
 
 
-def _warn_once(kind: str, msg: str, *args: Any) -> None:
+def warn_once(kind: str, msg: str, *args: Any) -> None:
     if kind not in _WARNED:
         _WARNED.add(kind)
         log.warning(msg, *args)
@@ -144,7 +151,7 @@ class ReferenceCache:
             return None
         identity = enc.identity()
         if identity is None:
-            _warn_once(f"unidentified:{enc.model_name}", "BERTScore reference cache: cannot identify the "
+            warn_once(f"unidentified:{enc.model_name}", "BERTScore reference cache: cannot identify the "
                        "weights of %s (not a folder, not in the hub cache); its embeddings are not cached",
                        enc.model_name)
             return None
@@ -198,12 +205,12 @@ class ReferenceCache:
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                _warn_once("read", "BERTScore reference cache: cannot read %s (%s); computing instead",
+                warn_once("read", "BERTScore reference cache: cannot read %s (%s); computing instead",
                            path, exc)
                 continue
             entry = self.decode(buf) if got == len(buf) else None
             if entry is None:
-                _warn_once("corrupt", "BERTScore reference cache: entry %s is damaged; computing it again "
+                warn_once("corrupt", "BERTScore reference cache: entry %s is damaged; computing it again "
                            "(further damaged entries are not reported)", path)
                 continue
             out[text] = entry
@@ -236,5 +243,5 @@ class ReferenceCache:
                 self.stored += 1
         except OSError as exc:
             self._writable = False
-            _warn_once("write", "BERTScore reference cache: cannot write under %s (%s); scoring goes on "
+            warn_once("write", "BERTScore reference cache: cannot write under %s (%s); scoring goes on "
                        "without storing", self.dir, exc)

@@ -191,11 +191,11 @@ class Family:
 # =========================================================================== helpers
 
 
-def _nan_if_none(values: Sequence[Any]) -> list[float]:
+def nan_if_none(values: Sequence[Any]) -> list[float]:
     return [NAN if v is None else float(v) for v in values]
 
 
-def _column_means(items: Sequence[Sequence[float]]) -> list[float]:
+def column_means(items: Sequence[Sequence[float]]) -> list[float]:
     rows = [r for r in items if r is not None]
     if not rows:
         return []
@@ -222,7 +222,7 @@ def paired_texts(items: Sequence[Any]) -> tuple[list[str], list[str]] | None:
     return [str(p) for p, _ in pairs], [str(r) for _, r in pairs]
 
 
-def _model_error(family: str, model: str, key: str, env: str, exc: BaseException) -> ScorerUnavailable:
+def model_error(family: str, model: str, key: str, env: str, exc: BaseException) -> ScorerUnavailable:
     from custom_metrics.hf_models import unavailable_message
 
     return ScorerUnavailable(unavailable_message(family, model, key, env, exc))
@@ -293,12 +293,27 @@ def names() -> tuple[str, ...]:
     return tuple(_table())
 
 
+class UnknownFamily(SuiteError, KeyError):
+    """A metric family name the table does not hold; the message lists the close ones.
+
+    A ``KeyError`` too, so callers that look a name up may keep catching that; through
+    ``domsum`` it is one line and exit status 2.
+    """
+
+    def __str__(self) -> str:  # KeyError quotes its argument; ours is a sentence
+        return str(self.args[0])
+
+
 def get(name: str) -> Family:
-    """The family called ``name``."""
+    """The family called ``name``; :class:`UnknownFamily` naming the close ones otherwise."""
     try:
         return _table()[name]
     except KeyError:
-        raise KeyError(f"unknown metric family {name!r}; families: {', '.join(names())}") from None
+        import difflib
+
+        close = difflib.get_close_matches(str(name), names(), n=3)
+        raise UnknownFamily(f"unknown metric family {name!r}" + (f"; did you mean {', '.join(close)}?" if close else "")
+                            + f" (families: {', '.join(names())})") from None
 
 
 def all_families() -> list[Family]:

@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from custom_metrics.registry import NAN, Batch, Context, Family, Key, _column_means
+from custom_metrics.registry import NAN, Batch, Context, Family, Key, column_means
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:
 
 
 def _rouge_geo(items: Sequence[Sequence[float]], ctx: Context) -> float:
-    means = _column_means(items)
+    means = column_means(items)
     return geometric_mean(means) if means else NAN
 
 

@@ -137,6 +137,7 @@ def config_from_args(ns: argparse.Namespace) -> FinetuneConfig:
 
 def main(argv: list[str] | None = None) -> dict | None:
     """Parse, resolve, train; clear one-line errors (exit status 2) for bad input."""
+    from lm_eval_tasks.benchmarks.own import RecordError, register_folders
     from lm_eval_tasks.data.loader import DataError
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -148,6 +149,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         print("\n".join(FinetuneConfig.field_names()))
         return None
     try:
+        register_folders()  # the user's task folders ($DOMSUM_INCLUDE_PATH): --task may name one of theirs
         cfg = config_from_args(ns)
         if ns.print_config:
             print(json.dumps(cfg.to_dict(), indent=2))
@@ -155,5 +157,5 @@ def main(argv: list[str] | None = None) -> dict | None:
         from finetune.train import run
 
         return run(cfg, resume=ns.resume, overwrite=ns.overwrite, argv=["python", "-m", "finetune", *args])
-    except (ConfigError, DataError) as exc:
+    except (ConfigError, DataError, RecordError) as exc:
         parser.exit(2, f"finetune: error: {exc}\n")

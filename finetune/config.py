@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.errors import SuiteError
+from finetune.errors import ConfigError
 
 METHODS = ("lora", "full")
 MODEL_TYPES = ("auto", "causal", "seq2seq")
@@ -22,10 +22,6 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OVERLONG = ("drop", "truncate")
 STRATEGIES = ("epoch", "steps", "no")
 SCHEDULERS = ("constant", "constant_with_warmup", "linear", "cosine")
-
-
-class ConfigError(SuiteError, ValueError):
-    """A bad configuration value; the message says which and what is allowed."""
 
 
 @dataclass

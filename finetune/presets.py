@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from finetune.errors import ConfigError
+
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "adapteval": {
         "lora": {
@@ -86,8 +88,6 @@ def preset_names() -> list[str]:
 
 def preset_values(preset: str, method: str) -> dict[str, Any]:
     """The values ``preset`` sets for ``method``; a clear error for unknown ones."""
-    from finetune.config import ConfigError
-
     if preset not in PRESETS:
         raise ConfigError(
             f"unknown preset {preset!r}: choose one of {', '.join(preset_names())}"

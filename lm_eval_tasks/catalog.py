@@ -13,7 +13,6 @@ every task folder's YAMLs; a test checks that the committed YAMLs equal the outp
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,11 +231,6 @@ def _table() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
     global _TABLE
     if _TABLE is None:
         _TABLE = _build()
-        from lm_eval_tasks.settings import resolve
-
-        for folder in (resolve({}, "include_path") or "").split(os.pathsep):
-            if folder.strip():
-                register_folder(folder.strip())
     return _TABLE
 
 
@@ -254,23 +248,10 @@ def register(spec: TaskSpec) -> TaskSpec:
         raise UnknownTask(f"task {spec.name!r} is already a task or group of the suite; give your own "
                           f"domain another name")
     tasks[spec.name] = spec
+    from lm_eval_tasks.data.user_files import register_source
+
+    register_source(spec.benchmark, spec.subset, spec.source)
     return spec
-
-
-def register_folder(folder: str | Path) -> list[TaskSpec]:
-    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
-    FOLDER`` indexes); a folder that does not exist is an error naming it."""
-    from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
-
-    return [register(spec_from_config(cfg, str(path))) for path, cfg in task_configs(folder)]
-
-
-def data_source(benchmark: str, subset: str) -> Any:
-    """The declared data source of a user domain (None for the suite's own subsets)."""
-    for spec in all_tasks().values():
-        if spec.source is not None and spec.benchmark == benchmark and spec.subset == subset:
-            return spec.source
-    return None
 
 
 def all_tasks() -> dict[str, TaskSpec]:

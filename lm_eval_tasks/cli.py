@@ -26,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(args[:1])
     try:
+        if ns.command != "include-path":  # the user's task folders ($DOMSUM_INCLUDE_PATH), before any lookup
+            from lm_eval_tasks.benchmarks.own import register_folders
+
+            register_folders()
         result = importlib.import_module(COMMANDS[ns.command][0]).main(args[1:])
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
     except SuiteError as exc:

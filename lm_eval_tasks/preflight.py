@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,22 +46,12 @@ def requested(argv: Sequence[str]) -> Request:
     return Request(names, metadata if isinstance(metadata, dict) else {})
 
 
-def register_folders(folders: Iterable[str]) -> None:
-    """Put the user domains of task folders (``--include_path``, each value split at
-    ``os.pathsep``) into the catalogue; an unreadable folder or YAML is a suite error."""
-    from lm_eval_tasks.catalog import register_folder
-
-    for folder in folders:
-        for item in str(folder).split(os.pathsep):
-            if item.strip():
-                register_folder(item.strip())
-
-
 def check(request: Request, folders: Sequence[str]) -> bool:
     """Whether the harness's own task index is needed; :class:`PreflightError` for a name
     found nowhere or data that cannot be read."""
     from lm_eval_tasks import catalog
     from lm_eval_tasks.data.check import data_problems
+    from lm_eval_tasks.benchmarks.own import register_folders
     from lm_eval_tasks.harness import needs_harness_tasks
 
     register_folders(folders)
@@ -75,4 +64,4 @@ def check(request: Request, folders: Sequence[str]) -> bool:
     return include_defaults
 
 
-__all__ = ["PreflightError", "Request", "check", "register_folders", "requested"]
+__all__ = ["PreflightError", "Request", "check", "requested"]

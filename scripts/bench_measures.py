@@ -80,8 +80,8 @@ def bench_length(name: str, n_fast: int, n_ref: int, seed: int = 0, repeat: int 
                      "reference_pairs_per_s": ref_rate, "speedup": fast_rate / ref_rate,
                      "n_fast": n_fast, "n_reference": n_ref})
 
-    compare("newsroom fragments", F.newsroom_fragments, F._reference_newsroom_fragments)
-    compare("domainsum fragments", F.domainsum_fragments, F._reference_domainsum_fragments)
+    compare("newsroom fragments", F.newsroom_fragments, F.reference_newsroom_fragments)
+    compare("domainsum fragments", F.domainsum_fragments, F.reference_domainsum_fragments)
     for profile in M.PROFILES:
         compare(
             f"all measures ({profile})",

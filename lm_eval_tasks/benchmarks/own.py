@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,18 +178,15 @@ def _source(config: Mapping[str, Any], block: Mapping[str, Any], name: str, wher
 
 
 def check_families(families: tuple[str, ...], where: str) -> None:
+    """Every family of a user's record exists; :class:`RecordError` naming the YAML and the
+    close names otherwise."""
     from custom_metrics import registry
 
     for fam in families:
         try:
             registry.get(fam)
-        except KeyError:
-            import difflib
-
-            near = difflib.get_close_matches(fam, registry.names(), n=3)
-            raise RecordError(f"{where}: unknown metric family {fam!r}"
-                              + (f"; did you mean {', '.join(near)}?" if near else "")
-                              + f" (families: {', '.join(registry.names())})") from None
+        except registry.UnknownFamily as exc:
+            raise RecordError(f"{where}: {exc}") from None
 
 
 def is_user_config(config: Mapping[str, Any]) -> bool:
@@ -267,6 +264,32 @@ def read_task_yaml(path: str | os.PathLike, _seen: tuple[str, ...] = ()) -> dict
         base = read_task_yaml(path.parent / str(include), (*_seen, str(path)))
         data = {**base, **data}
     return data
+
+
+def register_folder(folder: str | os.PathLike) -> list[Any]:
+    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
+    FOLDER`` indexes) in the catalogue; a folder that does not exist is an error naming it."""
+    from lm_eval_tasks.catalog import register
+
+    return [register(spec_from_config(cfg, str(path))) for path, cfg in task_configs(folder)]
+
+
+def register_folders(folders: Iterable[str] | None = None) -> None:
+    """Register the task folders ``folders`` (each value split at ``os.pathsep``), by default
+    those of the ``include_path`` setting (``$DOMSUM_INCLUDE_PATH``).
+
+    Why the entry points call this and the catalogue does not: the catalogue is the
+    suite's table and stays free of file reading; ``domsum``, ``python -m finetune`` and
+    ``domsum run`` add the user's folders to it before they look a task up.
+    """
+    if folders is None:
+        from lm_eval_tasks.settings import resolve
+
+        folders = [resolve({}, "include_path") or ""]
+    for folder in folders:
+        for item in str(folder).split(os.pathsep):
+            if item.strip():
+                register_folder(item.strip())
 
 
 def task_configs(folder: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:

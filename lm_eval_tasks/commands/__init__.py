@@ -97,7 +97,7 @@ def register_include_paths(folders: list[str] | tuple[str, ...], command: str) -
     """Put the user domains of ``--include_path`` folders into the catalogue (one line and
     exit status 2 for a folder or YAML that cannot be read)."""
     from custom_metrics.errors import SuiteError
-    from lm_eval_tasks.preflight import register_folders
+    from lm_eval_tasks.benchmarks.own import register_folders
 
     try:
         register_folders(folders)

@@ -18,7 +18,6 @@ missing data.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -27,20 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.errors import SuiteError
+from lm_eval_tasks.data.records import DEFAULT_FIELDS, DataError, json_lines, validate_record, where_prefix
+from lm_eval_tasks.data.user_files import iter_records, user_source
 from lm_eval_tasks.settings import SETTINGS, resolve
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation", "test")
-DEFAULT_FIELDS = ("document", "summary")
 #: the environment variable of the ``data_dir`` setting (read by the settings resolver only)
 ENV_DATA_DIR = SETTINGS["data_dir"].env
 PREPARE_HINT = "domsum prepare-data --help"
-
-
-class DataError(SuiteError, ValueError):
-    """Bad or missing data; the message always says where and what to do."""
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
@@ -57,66 +52,11 @@ def mirror_path(data_dir: Path, benchmark: str, subset: str, split: str) -> Path
     return Path(data_dir) / benchmark / subset / f"{split}.jsonl"
 
 
-def _where(task: str | None) -> str:
-    return f"task {task!r}: " if task else ""
-
-
-def validate_record(rec: Any, required: Sequence[str], where: str) -> dict:
-    """Check one record has every required field as a string; return it."""
-    if not isinstance(rec, dict):
-        raise DataError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    for name in required:
-        if name not in rec:
-            raise DataError(
-                f"{where}: missing field {name!r} (fields present: {sorted(rec)})"
-            )
-        if not isinstance(rec[name], str):
-            raise DataError(
-                f"{where}: field {name!r} must be a string, got {type(rec[name]).__name__}"
-            )
-        _check_text(rec[name], name, where)
-    return rec
-
-
-def _check_text(text: str, name: str, where: str) -> None:
-    """A lone surrogate (``"\\ud800"`` in JSON) decodes but cannot be written as UTF-8:
-    it would crash the run when samples are saved, long after loading."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise DataError(f"{where}: field {name!r} holds a lone surrogate ({exc.object[exc.start]!a} at "
-                        f"character {exc.start}), which is not text; fix the escape in the file") from None
-
-
-def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError) -> Iterator[tuple[str, Any]]:
-    """``(where, parsed value)`` of every non-blank line of a JSON-lines file.
-
-    ``where`` is ``"<prefix><path>, line <n>"``, for the caller's own messages. Lines are
-    decoded one by one so that bad UTF-8 is reported with its line number, not as a bare
-    ``UnicodeDecodeError`` from deep inside the file iterator; bad UTF-8 and invalid JSON
-    raise ``error`` naming the file and line.
-    """
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            where = f"{prefix}{path}, line {lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise error(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); "
-                            f"re-encode the file as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{where}: invalid JSON ({exc.msg})") from None
-
-
 def iter_jsonl(
     path: Path, required: Sequence[str] = DEFAULT_FIELDS, task: str | None = None
 ) -> Iterator[dict]:
     """Stream validated records from a JSONL file (blank lines skipped)."""
-    for where, rec in json_lines(path, _where(task)):
+    for where, rec in json_lines(path, where_prefix(task)):
         yield validate_record(rec, required, where)
 
 
@@ -227,17 +167,17 @@ def _load_hub_split(
     src = HUB_SOURCES.get((benchmark, subset))
     if src is None:
         raise DataError(
-            f"{_where(task)}{benchmark}/{subset} has no hub source: set data_dir "
+            f"{where_prefix(task)}{benchmark}/{subset} has no hub source: set data_dir "
             f"(--metadata '{{\"data_dir\": \"DIR\"}}' or ${ENV_DATA_DIR}) to a mirror "
             f"holding {benchmark}/{subset}/{split}.jsonl; prepare it with "
             f"`{PREPARE_HINT}`"
         )
     if split not in src.splits:
-        raise DataError(f"{_where(task)}{benchmark}/{subset} has no {split!r} split")
+        raise DataError(f"{where_prefix(task)}{benchmark}/{subset} has no {split!r} split")
     from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
 
     hub_split = src.splits[split]
-    what = f"{_where(task)}{hub_path or src.path} ({src.name}) split {hub_split!r}"
+    what = f"{where_prefix(task)}{hub_path or src.path} ({src.name}) split {hub_split!r}"
     if (reason := unreachable(what)) is not None:
         raise DataError(reason)
     import datasets  # heavy: imported only when the hub is really used
@@ -250,7 +190,7 @@ def _load_hub_split(
     for col in (src.document, src.summary):
         if col not in ds.column_names:
             raise DataError(
-                f"{_where(task)}{src.path} has no column {col!r}; columns: {ds.column_names}"
+                f"{where_prefix(task)}{src.path} has no column {col!r}; columns: {ds.column_names}"
             )
     n_total = len(ds)
     shared = [s for s in SPLITS if src.splits.get(s) == hub_split]
@@ -280,14 +220,6 @@ def _load_hub_split(
 # --------------------------------------------------------------------------- API
 
 
-def user_source(benchmark: str, subset: str) -> Any:
-    """The data source a user domain's task YAML declares (None: a suite benchmark's subset,
-    read from the mirror or its hub source)."""
-    from lm_eval_tasks.catalog import data_source
-
-    return data_source(benchmark, subset)
-
-
 def load_split(
     benchmark: str,
     subset: str,
@@ -306,11 +238,9 @@ def load_split(
     root = None if source is not None else resolve_data_dir(data_dir)
     editable = source is not None and source.format != "hub"  # the user's own file: they can fix it
     if source is not None:
-        from lm_eval_tasks.data.user_files import iter_records
-
         lines = list(iter_records(source, split, task))
         if not lines:
-            raise DataError(f"{_where(task)}{source.where(split)} holds no records")
+            raise DataError(f"{where_prefix(task)}{source.where(split)} holds no records")
         records = [rec for _, rec in lines]
         places = [where for where, _ in lines]
     elif root is not None:
@@ -319,19 +249,19 @@ def load_split(
         if not path.is_file():
             have = sorted(p.name for p in path.parent.glob("*.jsonl")) if path.parent.is_dir() else []
             raise DataError(
-                f"{_where(task)}missing split {split!r}: expected {path}"
+                f"{where_prefix(task)}missing split {split!r}: expected {path}"
                 + (f" (found {have})" if have else f" ({path.parent} does not exist)")
                 + f". Prepare the mirror with `{PREPARE_HINT}`."
             )
-        lines = [(where, validate_record(rec, required, where)) for where, rec in json_lines(path, _where(task))]
+        lines = [(where, validate_record(rec, required, where)) for where, rec in json_lines(path, where_prefix(task))]
         if not lines:
-            raise DataError(f"{_where(task)}{path} holds no records (empty or blank lines only); "
+            raise DataError(f"{where_prefix(task)}{path} holds no records (empty or blank lines only); "
                             f"prepare the mirror with `{PREPARE_HINT}`")
         records = [rec for _, rec in lines]
         places = [where for where, _ in lines]
     else:
         records = _load_hub_split(benchmark, subset, split, task, hub_path)
-        places = [f"{_where(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
+        places = [f"{where_prefix(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
     seen: dict[str, str] = {}
     renamed = 0
     for i, rec in enumerate(records):
@@ -356,7 +286,7 @@ def load_split(
         seen[rec["id"]] = places[i]
     if renamed:
         log.warning("%s%s/%s %s: %d record(s) repeat an earlier id; renamed <id>#<n>, the original kept in "
-                    "their duplicate_id_of field", _where(task), benchmark, subset, split, renamed)
+                    "their duplicate_id_of field", where_prefix(task), benchmark, subset, split, renamed)
     return records
 
 
@@ -371,8 +301,6 @@ def iter_split(
     """Stream a split (line by line from a mirror; the hub split otherwise)."""
     source = user_source(benchmark, subset)
     if source is not None:
-        from lm_eval_tasks.data.user_files import iter_records
-
         yield from (rec for _, rec in iter_records(source, split, task))
         return
     root = resolve_data_dir(data_dir)

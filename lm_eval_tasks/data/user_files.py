@@ -16,11 +16,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.data.loader import DataError, json_lines, validate_record
+from lm_eval_tasks.data.records import DataError, json_lines, validate_record, where_prefix as _where
+
+#: the declared source of every registered user domain, by ``(benchmark, subset)``: the
+#: index the loader asks (the catalogue's :func:`~lm_eval_tasks.catalog.register` fills it)
+_SOURCES: dict[tuple[str, str], Any] = {}
 
 
-def _where(task: str | None) -> str:
-    return f"task {task!r}: " if task else ""
+def register_source(benchmark: str, subset: str, source: Any) -> None:
+    """Say where a user domain's records are read from (its task YAML's data files)."""
+    _SOURCES[(benchmark, subset)] = source
+
+
+def user_source(benchmark: str, subset: str) -> Any:
+    """The data source a user domain's task YAML declares (None: a suite benchmark's subset,
+    read from the mirror or its hub source)."""
+    return _SOURCES.get((benchmark, subset))
 
 
 def split_path(source: Any, split: str, task: str | None) -> Path:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from custom_metrics.analysis.stats.correlation import pearson
+from custom_metrics.ccs import pearson
 from custom_metrics.ccs import (
     bin_bounds,
     focus_f1,

@@ -13,7 +13,7 @@ from scipy import stats as sps
 
 from custom_metrics.analysis import meta_eval
 from custom_metrics.analysis.stats.agreement import cohen_kappa, weighted_kappa
-from custom_metrics.analysis.stats.levels import correlation_table
+from custom_metrics.analysis.stats.table import correlation_table
 from lm_eval_tasks.commands import meta_eval as meta_eval_command
 from helpers.meta_eval import BERT, HUMAN, ROUGEL
 from helpers import meta_eval as shared

@@ -10,7 +10,7 @@ import pytest
 
 from finetune.card import eval_command
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks.own import RecordError, read_task_yaml, spec_from_config, task_configs
+from lm_eval_tasks.benchmarks.own import RecordError, read_task_yaml, register_folder, spec_from_config, task_configs
 from lm_eval_tasks.benchmarks.own_folder import NewTask, default_max_gen_toks, write_folder
 
 
@@ -83,7 +83,7 @@ def test_a_suite_name_cannot_be_taken(tmp_path):
 
 def test_fine_tuning_points_lm_eval_at_the_users_folder(tmp_path):
     done = _write(tmp_path, name="legaly")
-    catalog.register_folder(done.out)
+    register_folder(done.out)
     command = eval_command("base-model", str(tmp_path / "adapter"), "legaly", "causal", "lora")
     assert f"--include_path {done.out}" in command
     assert f"--include_path {catalog.TASKS_DIR}" in eval_command("b", "o", "domainsum_cnndm", "causal", "lora")

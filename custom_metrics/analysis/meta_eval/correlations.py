@@ -19,7 +19,8 @@ from typing import Any
 import pandas as pd
 
 from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
-from custom_metrics.analysis.stats.levels import LEVELS, correlation_table, matrices, metric_matrix
+from custom_metrics.analysis.stats.levels import LEVELS, matrices, metric_matrix
+from custom_metrics.analysis.stats.table import correlation_table
 from custom_metrics.analysis.stats.resampling import significance_matrix
 
 #: the metric-by-metric matrix reported by default: the FM paper's Figure 3 (its release

@@ -18,7 +18,7 @@ import pandas as pd
 from custom_metrics.analysis.meta_eval.inputs import flatten_ratings
 from custom_metrics.analysis.stats.agreement import cohen_kappa, krippendorff_alpha, weighted_kappa
 from custom_metrics.analysis.stats.consensus import consensus as pool
-from custom_metrics.analysis.stats.levels import correlation_table
+from custom_metrics.analysis.stats.table import correlation_table
 
 CONSENSUS = "consensus"
 
@@ -120,7 +120,7 @@ def ratings_correlations(df: pd.DataFrame, ratings: pd.DataFrame, metrics: Seque
                          progress: bool | None = False) -> pd.DataFrame:
     """Every metric vs every aspect, per annotator and for the consensus (pooled by
     ``consensus``), all levels and coefficients
-    (:func:`~custom_metrics.analysis.stats.levels.correlation_table`)."""
+    (:func:`~custom_metrics.analysis.stats.table.correlation_table`)."""
     from custom_metrics.progress import track
 
     tables = []

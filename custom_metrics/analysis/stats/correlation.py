@@ -1,14 +1,15 @@
 """Correlation of two lists of numbers: the pair rule, Pearson, and tests with p-values.
 
-Why here: CCSBench's length PCC (a corpus metric) and ``domsum correlate`` (DomainSum
-Table 4: domain measures vs performance) correlate two lists of numbers, and
+Why here: ``domsum correlate`` (DomainSum Table 4: domain measures vs performance)
+correlates two lists of numbers, and
 ``domsum meta-eval``'s batched coefficients (:mod:`.coefficients`) share the same rule
 for when a coefficient is undefined (:data:`MIN_PAIRS`, a side that does not vary).
 
 * :func:`correlation_test` — Pearson r and Spearman rho with their two-sided p-values,
   and why they are undefined when they are.
-* :func:`pearson` — plain-Python Pearson r, NaN below 2 values or for a constant side;
-  the corpus function of CCSBench's ``length_pcc`` (no scipy import on the scoring path).
+
+CCSBench's length PCC has its own plain-Python Pearson beside its formula
+(:func:`custom_metrics.ccs.pearson`): a metric module imports no analysis.
 
 scipy is imported inside the functions: ``import custom_metrics`` stays free of it.
 """
@@ -24,25 +25,6 @@ import numpy as np
 
 #: fewer finite pairs than this give no coefficient (two points always correlate +-1)
 MIN_PAIRS = 3
-
-
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Pearson correlation r = cov(x, y) / (sd(x) sd(y)); NaN when n < 2 or a side is constant.
-
-    Agrees with ``scipy.stats.pearsonr`` (which warns and returns NaN for constant input).
-    """
-    n = len(xs)
-    if n != len(ys):
-        raise ValueError(f"pearson: {n} vs {len(ys)} values")
-    if n < 2:
-        return float("nan")
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return float("nan")
-    return sxy / math.sqrt(sxx * syy)
 
 
 def finite_pairs(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -93,4 +75,4 @@ def correlation_test(x: Sequence[float], y: Sequence[float]) -> CorrelationTest:
 
 
 __all__ = ["MIN_PAIRS", "CorrelationTest", "correlation_test", "finite_pairs",
-           "pearson", "undefined_because"]
+           "undefined_because"]

@@ -123,42 +123,6 @@ def level_counts(m: Matrices, level: str, coefficient: str) -> tuple[int, int]:
     return int(np.isfinite(per_doc).sum()), int((scored & ~np.isfinite(per_doc)).sum())
 
 
-def correlation_table(df: pd.DataFrame, metrics: Sequence[str], *, n_boot: int = 1000, seed: int = 0,
-                      resampling: str = "both", human: str = "human", levels: Sequence[str] = LEVELS,
-                      coefficients: Sequence[str] = COEFFICIENTS, progress: bool | None = False) -> pd.DataFrame:
-    """Every metric vs ``human`` at every level with every coefficient, one row each.
-
-    Columns: ``metric``, ``level``, ``coefficient``, ``r``, ``ci_low``/``ci_high`` (the
-    percentile 95% bootstrap interval, :func:`.resampling.bootstrap_ci`, resampling
-    ``resampling``: ``systems``, ``documents`` or ``both``), ``n`` and ``excluded``
-    (:func:`level_counts`), ``n_pairs`` (scored pairs), ``dropped_pairs`` (rows with a
-    non-finite metric or human value) and ``resampling``. All metrics and levels share
-    the resamples of ``seed`` (paired intervals).
-    """
-    from custom_metrics.analysis.stats.resampling import bootstrap_ci, bootstrap_counts
-    from custom_metrics.progress import bar
-
-    rows = []
-    cs = cd = None
-    with bar(len(metrics) * len(levels) * len(coefficients), "meta-eval: correlations", unit="coef",
-             enabled=progress) as ticks:
-        for metric in metrics:
-            m = matrices(df, metric, human)
-            if cs is None and n_boot > 0:
-                cs, cd = bootstrap_counts(len(m.systems), len(m.documents), n_boot, resampling, seed)
-            for level in levels:
-                for coef in coefficients:
-                    r = float(level_corr(m.X, m.Z, m.V, level, coef))
-                    n, excluded = level_counts(m, level, coef)
-                    lo, hi = bootstrap_ci(m, level, coef, cs, cd) if n_boot > 0 and np.isfinite(r) \
-                        else (float("nan"), float("nan"))
-                    rows.append({"metric": metric, "level": level, "coefficient": coef, "r": r, "ci_low": lo,
-                                 "ci_high": hi, "n": n, "excluded": excluded, "n_pairs": int(m.V.sum()),
-                                 "dropped_pairs": m.dropped, "resampling": resampling if n_boot > 0 else "none"})
-                    ticks.update(1)
-    return pd.DataFrame(rows)
-
-
 def metric_matrix(df: pd.DataFrame, columns: Sequence[str], level: str = "global",
                   coefficient: str = "pearson") -> pd.DataFrame:
     """``coefficient`` at ``level`` between every two of ``columns`` (a heat map's numbers).
@@ -175,5 +139,5 @@ def metric_matrix(df: pd.DataFrame, columns: Sequence[str], level: str = "global
     return out
 
 
-__all__ = ["COEFFICIENTS", "LEVELS", "Matrices", "correlation_table", "level_corr", "level_counts",
+__all__ = ["COEFFICIENTS", "LEVELS", "Matrices", "level_corr", "level_counts",
            "matrices", "metric_matrix", "system_means"]

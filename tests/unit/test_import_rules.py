@@ -1,0 +1,151 @@
+"""Import rules of the packages: no circle, no private name across modules, metrics below
+analysis, and every setting a metric family names exists.
+
+Why: a circle (even through a function-level import) means two modules that cannot be
+understood or moved apart; a private name imported elsewhere is an interface nobody
+declared; statistics and meta-evaluation import the metrics, never the reverse, so a
+metric module stays light. The graph counts every import, at any depth, and
+``TYPE_CHECKING`` imports too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGES = ("custom_metrics", "lm_eval_tasks", "finetune")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str:
+    """The module of ``name`` (a module, or a name inside one)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _imports(module: str) -> list[tuple[str, str]]:
+    """``(imported module, imported name or "")`` of every import statement in ``module``."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            out += [(base, a.name) for a in node.names]
+    return [(m, n) for m, n in out if m.split(".")[0] in PACKAGES]
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for base, name in _imports(module):
+            target = _owner(f"{base}.{name}" if name and f"{base}.{name}" in MODULES else base)
+            # a module importing its own package's __init__ (or itself) is not an edge of a circle
+            if target and target != module and not module.startswith(target + "."):
+                graph[module].add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        top = stack.pop()
+                        on.discard(top)
+                        comp.append(top)
+                        if top == node:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+    return found
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    assert _circles(_graph()) == []
+
+
+def test_no_private_name_crosses_a_module():
+    crossing = sorted(f"{m} imports {base}.{name}" for m in MODULES for base, name in _imports(m)
+                      if name.startswith("_") and not name.startswith("__") and _owner(base) != m)
+    assert crossing == []
+
+
+def test_metric_modules_never_import_analysis():
+    """custom_metrics/analysis imports the metrics; the metric library never imports it."""
+    upward = sorted(f"{m} imports {base}" for m in MODULES if m.startswith("custom_metrics")
+                    and not m.startswith("custom_metrics.analysis")
+                    for base, _ in _imports(m) if base.startswith("custom_metrics.analysis"))
+    assert upward == []
+
+
+def test_every_setting_a_family_names_exists():
+    from custom_metrics import registry
+    from lm_eval_tasks.settings import SETTINGS
+
+    unknown = sorted(f"{fam.name}: {key}" for fam in registry.all_families()
+                     for key in (*fam.settings, fam.model_setting) if key and key not in SETTINGS)
+    assert unknown == []
+
+
+def test_an_unknown_family_is_a_suite_error_naming_the_close_ones():
+    import pytest
+
+    from custom_metrics import registry
+    from custom_metrics.errors import SuiteError
+
+    with pytest.raises(SuiteError, match="unknown metric family 'rogue'; did you mean rouge"):
+        registry.get("rogue")
