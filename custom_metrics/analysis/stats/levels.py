@@ -135,13 +135,13 @@ def correlation_table(df: pd.DataFrame, metrics: Sequence[str], *, n_boot: int =
     non-finite metric or human value) and ``resampling``. All metrics and levels share
     the resamples of ``seed`` (paired intervals).
     """
-    from custom_metrics.analysis.stats.resampling import bootstrap_ci, bootstrap_counts
+    from custom_metrics.analysis.stats.resampling import bootstrap_ci, bootstrap_counts, kept_heap
     from custom_metrics.progress import bar
 
     rows = []
     cs = cd = None
     with bar(len(metrics) * len(levels) * len(coefficients), "meta-eval: correlations", unit="coef",
-             enabled=progress) as ticks:
+             enabled=progress) as ticks, kept_heap():
         for metric in metrics:
             m = matrices(df, metric, human)
             if cs is None and n_boot > 0:
