@@ -215,8 +215,8 @@ def _rows() -> list[Setting]:
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
         S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", _int, judge["max_concurrency"].default,
-          "Judge requests in flight; unset = sized from the first request's latency (about 15 s / latency, "
-          "between 1 and 8).", "judge", low=1),
+          "Judge requests in flight, fixed; unset = adapted per batch: starts at 8, grows while answers "
+          "stay near the fastest latency, halves on 429/503/timeouts (at most 64).", "judge", low=1),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge"),
         S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,
@@ -224,8 +224,15 @@ def _rows() -> list[Setting]:
         S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", _int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
           "judge", low=1),
         S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", _float, judge["timeout_s"].default,
-          "Seconds per judge request; unset = sized from the first request's latency (at least 60; the "
-          "first request waits up to 300).", "judge", low=0, low_open=True),
+          "Seconds per judge request; unset = 3 x the slowest answer, at least 60 (requests sent before "
+          "any answer wait up to 300).", "judge", low=0, low_open=True),
+        S("judge_max_requests", "DOMSUM_JUDGE_MAX_REQUESTS", _int, judge["max_requests"].default,
+          "Most judge requests one run sends; items beyond are not judged (counted as `budget_skipped`, "
+          "NaN); re-run with a higher cap and the same cache to judge only those.", "judge", low=0),
+        S("judge_price_prompt", "DOMSUM_JUDGE_PRICE_PROMPT", _float, judge["price_prompt"].default,
+          "Price per 1,000 prompt tokens: the estimate printed before judging shows a cost.", "judge", low=0),
+        S("judge_price_completion", "DOMSUM_JUDGE_PRICE_COMPLETION", _float, judge["price_completion"].default,
+          "Price per 1,000 completion tokens (see `judge_price_prompt`).", "judge", low=0),
         S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", _int, judge["max_retries"].default, "Retries on 429/5xx/timeouts.", "judge", low=0),
         S("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, "paper",
           "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "
@@ -337,6 +344,8 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
     fields = {"judge_base_url": "base_url", "judge_concurrency": "max_concurrency",
               "judge_cache": "cache_path", "judge_logprobs": "logprobs", "judge_n_samples": "n_samples",
               "judge_timeout": "timeout_s", "judge_max_retries": "max_retries", "judge_api_key": "api_key",
+              "judge_max_requests": "max_requests", "judge_price_prompt": "price_prompt",
+              "judge_price_completion": "price_completion",
               "progress": "progress"}
     kwargs: dict[str, Any] = {"model": str(model)}
     for key, name in fields.items():

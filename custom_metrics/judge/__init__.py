@@ -16,7 +16,8 @@ Modules, and why each is apart:
 * :mod:`~custom_metrics.judge.config` — :class:`JudgeConfig`, the errors, the
   endpoint as keyed and shown, the sizing constants.
 * :mod:`~custom_metrics.judge.client` — the ``openai`` ``AsyncOpenAI`` client against
-  any OpenAI-compatible endpoint: bounded concurrency, sizing, retries with backoff.
+  any OpenAI-compatible endpoint: bounded concurrency, sizing, retries with backoff;
+  :mod:`~custom_metrics.judge.pacing` — how many requests are in flight.
 * :mod:`~custom_metrics.judge.cache` — the SQLite cache: keys over everything that
   changes the answer, answers committed before use, claims before a request so that
   concurrent runs never pay twice; a cache that cannot be used is skipped, not fatal.
@@ -29,16 +30,20 @@ Modules, and why each is apart:
 Behaviour every caller relies on:
 
 * **Sizing (timeout and concurrency unset).** A fixed "8 in flight, 60 s each" times
-  out on a CPU-served model (``transformers serve`` answers one request at a time). So
-  when ``timeout_s`` or ``max_concurrency`` is None (the default), a batch's first
-  HTTP request is a *latency probe*: sent alone, allowed ``PROBE_TIMEOUT_S``. Its
-  latency L sizes the rest: in flight ``clamp(AUTO_QUEUE_BUDGET_S // L, 1, 8)``,
-  per-request timeout ``max(AUTO_TIMEOUT_FLOOR_S, AUTO_TIMEOUT_FACTOR * L * in_flight)``,
-  raised to ``AUTO_LATENCY_FACTOR`` times the slowest answer seen. Timeouts of two
-  different requests after sizing double the timeout and halve the requests in
-  flight. A probe with no answer stops the batch with a message naming
-  ``judge_timeout`` / ``DOMSUM_JUDGE_TIMEOUT``. A value that is set is used exactly as
-  given. What each batch used is recorded in :attr:`JudgeStats.sizing`.
+  out on a CPU-served model (``transformers serve`` answers one request at a time) and
+  leaves a batching server (vLLM) half idle. So when ``max_concurrency`` is None (the
+  default) a batch starts with ``START_CONCURRENCY`` requests in flight and adapts
+  (:mod:`~custom_metrics.judge.pacing`): more while answers come back near the fastest
+  latency seen, held when they slow down (a queue at the server), halved on 429/503 and
+  on timeouts of two different requests, at most ``AUTO_CONCURRENCY_MAX``. When
+  ``timeout_s`` is None, requests sent before any answer wait up to ``FIRST_TIMEOUT_S``;
+  then ``max(AUTO_TIMEOUT_FLOOR_S, AUTO_LATENCY_FACTOR * latency * in_flight)`` of the
+  first answer (the queue of a one-at-a-time server), raised to ``AUTO_LATENCY_FACTOR``
+  times the slowest answer seen, doubled on timeouts of two different requests. No answer at all within
+  the first wait stops the batch with a message naming ``judge_timeout`` /
+  ``DOMSUM_JUDGE_TIMEOUT``. A value that is set is used exactly as given (a set
+  ``max_concurrency`` is the fixed number in flight, never moved). What each batch used
+  is recorded in :attr:`JudgeStats.sizing`.
 * **Item failures** fail the item only (score None, counted by reason); only when the
   first items of a batch fail with no answer at all does it raise
   :class:`JudgeRequestError` (answers already received stay cached).
@@ -62,11 +67,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from custom_metrics.judge.cache import usable_cache
+from custom_metrics.judge import budget
+from custom_metrics.judge.budget import BUDGET_HINT
+from custom_metrics.judge.cache import cache_key, usable_cache
 from custom_metrics.judge.config import (
     DEFAULT_CACHE_PATH,
     JudgeConfig,
@@ -89,6 +97,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def is_empty_generation(text: str | None) -> bool:
@@ -154,6 +163,8 @@ async def ask_async(
     items = [ItemScore(None, None, [], "empty") for _ in requests]
     if todo:
         cache = usable_cache(config, stats)
+        _estimate(config, reader, [requests[i] for i in todo], cache, stats, desc)
+        skipped_before = stats.budget_skipped
         t0 = time.perf_counter()
         try:
             async with BatchRun(config, stats, cache, reader) as run:
@@ -162,9 +173,23 @@ async def ask_async(
             stats.wall_s += time.perf_counter() - t0
         for i, item in zip(todo, scored):
             items[i] = item
+        if stats.budget_skipped > skipped_before:
+            log.warning("judge: %d of %d items of %s not judged: judge_max_requests (%s) reached; %s",
+                        stats.budget_skipped - skipped_before, len(todo), desc, config.max_requests, BUDGET_HINT)
     return JudgeResult(scores=[i.score for i in items], modes=[i.mode for i in items],
                        replies=[i.replies for i in items], stats=stats, config=config.describe(),
                        reasons=[i.reason for i in items], values=[i.value for i in items])
+
+
+def _estimate(config: JudgeConfig, reader: Reader, requests: Sequence[Messages], cache: Any,
+              stats: JudgeStats, desc: str) -> None:
+    """Log and record the bill of this batch before its first request (:mod:`.budget`)."""
+    params = reader.first_params()
+    keys = [cache_key(config.endpoint, config.model, m, params, 0) for m in requests]
+    cached = cache.known(keys) if cache is not None else set()
+    est = budget.estimate(config, requests, params, keys, cached, desc)
+    stats.estimates.append(est)
+    log.warning("%s", budget.estimate_line(config, est))
 
 
 def ask(
@@ -205,8 +230,8 @@ def ask(
     An item whose requests keep failing on a transient fault (429/5xx, timeout, reset
     connection, invalid JSON) is None with that reason. Raises
     :class:`JudgeRequestError` on a non-retryable error (bad key, unknown model), when
-    the first items of the batch fail with no answer at all, and when the latency probe
-    gets no answer; answers already received stay cached and ``stats`` still counts
+    the first items of the batch fail with no answer at all, and when no request of
+    the batch gets an answer within the first wait; answers already received stay cached and ``stats`` still counts
     every item (the unfinished ones as ``failed["abandoned"]``).
     """
     return run_sync(lambda: ask_async(config, requests, scale=scale, parse=parse, score=score, mode=mode,

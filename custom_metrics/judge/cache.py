@@ -153,6 +153,18 @@ class JudgeCache:
             row = self._conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
+    def known(self, keys: Sequence[str]) -> set[str]:
+        """Which of ``keys`` have an answer (no answer read: the estimate before a batch)."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for i in range(0, len(unique), 500):  # SQLite's bound on parameters per statement
+                part = unique[i:i + 500]
+                rows = self._conn.execute(f"SELECT key FROM answers WHERE key IN ({','.join('?' * len(part))})",
+                                          part).fetchall()
+                found.update(r[0] for r in rows)
+        return found
+
     def claim(self, key: str, owner: str, ttl_s: float, force: bool = False) -> tuple[ClaimState, dict | None]:
         """Find the answer or claim the item, atomically.
 

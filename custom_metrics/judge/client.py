@@ -12,8 +12,12 @@ timeout and requests in flight, and retries with backoff, each counted in
   heal by waiting.
 * A resizable slot pool (:class:`Slots`) bounds the requests in flight: judge
   endpoints rate-limit, and a local vLLM server batches best with a steady load.
-* Sizing (timeout or concurrency unset): the batch's first request goes alone as a
-  latency probe; its latency sizes the rest (package docstring, "Sizing").
+* Requests in flight, when unset, start at several and adapt to the answers' latency
+  and to 429/503/timeouts (:mod:`custom_metrics.judge.pacing`); an unset timeout follows
+  the slowest answer (package docstring, "Sizing"). No request goes alone to measure.
+* Replies are read from the raw body (``with_raw_response``) into a dict: the
+  ``openai`` client's typed objects would be built only to be dumped back, which cost
+  about a fifth of the client's CPU per call.
 * The API key comes from the configuration only (the settings resolver reads the
   environment); every error text passes :func:`custom_metrics.secrets.mask`.
 
@@ -34,7 +38,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from custom_metrics import secrets
+from custom_metrics.judge import budget
 from custom_metrics.judge import config as conf
+from custom_metrics.judge.budget import BudgetExhausted
 from custom_metrics.judge.config import JudgeConfig, JudgeConfigError, JudgeRequestError, Messages
 from custom_metrics.judge.stats import JudgeStats
 
@@ -79,16 +85,17 @@ REASON_TEXT = {"invalid_json": "HTTP 200 reply that is not a JSON chat completio
                 "timeout": "timeout", "connection": "connection error"}
 
 
-def completion_dict(completion: Any) -> dict:
-    """The reply as a dict, or :class:`InvalidReply` when it is not a chat completion.
-
-    With a non-JSON content type the ``openai`` client returns the body as text; with
-    a JSON content type but a bad body it raises ``JSONDecodeError`` (caught by the
-    caller); a JSON value without ``choices`` is no completion either.
-    """
-    if isinstance(completion, (str, bytes)):
-        raise InvalidReply(f"body is not JSON: {str(completion)[:200]!r}")
-    data = completion.to_dict(mode="json") if hasattr(completion, "to_dict") else completion
+def completion_dict(body: bytes | str | Any) -> dict:
+    """The reply body as a dict, or :class:`InvalidReply` when it is not a chat completion
+    (not JSON: a proxy's HTML page, a truncated body; or a JSON value without
+    ``choices``, such as ``{"error": ...}`` with status 200)."""
+    if isinstance(body, (bytes, str)):
+        try:
+            data = json.loads(body)
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+            raise InvalidReply(f"body is not JSON: {body[:200]!r}") from None
+    else:
+        data = body.to_dict(mode="json") if hasattr(body, "to_dict") else body
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
         raise InvalidReply(f"JSON without 'choices': {json.dumps(data, default=str)[:200]}")
     return data
@@ -97,8 +104,8 @@ def completion_dict(completion: Any) -> dict:
 class Slots:
     """The bound on requests in flight: a FIFO semaphore whose size may change in use.
 
-    Why not ``asyncio.Semaphore``: sizing sets the bound after the latency probe and
-    halves it after a timeout, and a semaphore's size is fixed when it is made. A
+    Why not ``asyncio.Semaphore``: pacing (:mod:`custom_metrics.judge.pacing`) moves the
+    bound as answers come, and a semaphore's size is fixed when it is made. A
     lowered bound takes effect as requests in flight finish; none is interrupted.
     """
 
@@ -127,6 +134,10 @@ class Slots:
         self.in_use -= 1
         self._wake()
 
+    def saturated(self) -> bool:
+        """Every slot taken (or waited for): a larger bound would send more now."""
+        return self.in_use + len(self._waiters) >= self.limit
+
     def resize(self, limit: int) -> None:
         self.limit = max(1, limit)
         self._wake()
@@ -141,21 +152,20 @@ class Slots:
 
 class Client:
     """One batch's HTTP side: the ``openai`` client, the request slots and their
-    sizing, retries with backoff. Used as ``async with Client(config, stats) as c``."""
+    pacing, retries with backoff. Used as ``async with Client(config, stats) as c``."""
 
     def __init__(self, config: JudgeConfig, stats: JudgeStats) -> None:
+        from custom_metrics.judge.pacing import Pacer
+
         self.config = config
         self.stats = stats
         self.client: Any = None
-        # Sizing (package docstring): what is set is used as given; what is unset is
-        # sized from the latency of the first request, which goes alone.
+        # Sizing (package docstring): what is set is used as given; what is unset adapts.
         self.timeout_set = config.timeout_s is not None
         self.concurrency_set = config.max_concurrency is not None
-        self.probing = not (self.timeout_set and self.concurrency_set)
-        self.timeout_s: float = config.timeout_s if config.timeout_s is not None else conf.PROBE_TIMEOUT_S
-        self.slots = Slots(1 if self.probing else int(config.max_concurrency or 1))
-        self.probe_latency_s: float | None = None
-        self.generation = 0  # bumped by each adaptation, so one burst of timeouts adapts once
+        self.timeout_s: float = config.timeout_s if config.timeout_s is not None else conf.FIRST_TIMEOUT_S
+        self.slots = Slots(int(config.max_concurrency) if self.concurrency_set else conf.START_CONCURRENCY)
+        self.pacer = Pacer(self.slots, config.max_concurrency)
         self.timed_out_requests: set[int] = set()  # requests that timed out in this generation
         self.request_ids = 0
         self.adaptations = 0
@@ -193,39 +203,32 @@ class Client:
 
     def sizing_record(self) -> dict[str, Any]:
         """What this batch used, for :attr:`JudgeStats.sizing` and the results."""
+        pacer = self.pacer
         return {"batch": self.desc, "requests": self.calls_sent,
-                "probe_latency_s": None if self.probe_latency_s is None else round(self.probe_latency_s, 3),
+                "floor_latency_s": round(pacer.floor_s, 3) if pacer.answered else None,
                 "timeout_s": round(self.timeout_s, 3), "timeout_source": "set" if self.timeout_set else "auto",
-                "max_concurrency": self.slots.limit,
+                "start_concurrency": pacer.start, "max_concurrency": self.slots.limit,
+                "peak_concurrency": pacer.peak, "concurrency_decreases": pacer.decreases,
                 "concurrency_source": "set" if self.concurrency_set else "auto",
                 "timeout_adaptations": self.adaptations}
 
-    def _size_from(self, latency: float) -> None:
-        """Size the batch from the probe's latency (package docstring, "Sizing")."""
-        cfg = self.config
-        lat = max(latency, 1e-3)
-        if cfg.max_concurrency is not None:
-            n = cfg.max_concurrency
-        else:
-            n = max(1, min(conf.DEFAULT_MAX_CONCURRENCY, int(conf.AUTO_QUEUE_BUDGET_S // lat)))
-            if cfg.timeout_s is not None:  # a set timeout: no more in flight than it can wait for
-                n = max(1, min(n, int(cfg.timeout_s // (2 * lat))))
-        if cfg.timeout_s is None:
-            self.timeout_s = min(conf.AUTO_TIMEOUT_MAX_S,
-                                 max(conf.AUTO_TIMEOUT_FLOOR_S, conf.AUTO_TIMEOUT_FACTOR * lat * n))
-        self.slots.resize(n)
-        log.info("judge at %s: first reply in %.2f s; %s: %d request(s) in flight (%s), %g s per request (%s)",
-                 cfg.shown_endpoint, latency, self.desc, n, "set" if self.concurrency_set else "sized",
-                 self.timeout_s, "set" if self.timeout_set else "sized")
+    def _answered_in(self, latency: float, saturated: bool) -> None:
+        first = not self.pacer.answered
+        self.pacer.on_answer(latency, saturated)
+        if not self.timeout_set:
+            # the first answer sizes the wait, for a queue as long as the requests in flight (a
+            # one-at-a-time server answers the last of them that much later); a slower answer
+            # later (a longer queue, longer prompts) raises it
+            queue = self.slots.limit if first else 1
+            wait = min(conf.AUTO_TIMEOUT_MAX_S,
+                       max(conf.AUTO_TIMEOUT_FLOOR_S, conf.AUTO_LATENCY_FACTOR * latency * queue))
+            self.timeout_s = wait if first else max(self.timeout_s, wait)
 
-    def _answered_in(self, latency: float) -> None:
-        if self.probing:
-            self.probing = False
-            self.probe_latency_s = latency
-            self._size_from(latency)
-        elif not self.timeout_set and conf.AUTO_LATENCY_FACTOR * latency > self.timeout_s:
-            # answers come slower than sized (a busier server, longer prompts): wait longer
-            self.timeout_s = min(conf.AUTO_TIMEOUT_MAX_S, conf.AUTO_LATENCY_FACTOR * latency)
+    def _congested(self, generation: int, status: int) -> None:
+        """A 429 or 503: fewer requests at once, where unset (once per burst)."""
+        if self.pacer.on_congestion(generation):
+            log.info("judge at %s: HTTP %d; %s now sends %d request(s) at once", self.config.shown_endpoint,
+                     status, self.desc, self.slots.limit)
 
     def _timed_out(self, generation: int, request: int, timeout: float) -> None:
         """After timeouts of two different requests under the same settings: wait
@@ -233,26 +236,25 @@ class Client:
         again on its retry says nothing about the server's load, while a queue that
         outgrew the timeout fails several at once. A burst adapts once, not n times
         (``generation``)."""
-        if self.probing or generation != self.generation or (self.timeout_set and self.concurrency_set):
+        if generation != self.pacer.generation or (self.timeout_set and self.concurrency_set):
             return
         self.timed_out_requests.add(request)
         if len(self.timed_out_requests) < 2:
             return
         self.timed_out_requests.clear()
-        self.generation += 1
         self.adaptations += 1
         if not self.timeout_set:
             self.timeout_s = min(conf.AUTO_TIMEOUT_MAX_S, self.timeout_s * 2)
-        if not self.concurrency_set:
-            self.slots.resize(self.slots.limit // 2)
+        if not self.pacer.on_congestion(generation):
+            self.pacer.generation += 1  # a set concurrency: the timeout alone adapted
         log.warning("judge at %s: a request timed out after %g s; %s now sends %d request(s) at once, "
                     "%g s each (to set them yourself, %s)", self.config.shown_endpoint, timeout, self.desc,
                     self.slots.limit, self.timeout_s, conf.TIMEOUT_HINT)
 
     def _timeout_text(self, timeout: float) -> str:
         how = ("set by judge_timeout / DOMSUM_JUDGE_TIMEOUT" if self.timeout_set else
-               "sized from the first reply's latency" + (f" ({self.probe_latency_s:.2f} s)"
-                                                         if self.probe_latency_s is not None else ""))
+               "sized from the answers' latency" + (f" (fastest {self.pacer.floor_s:.2f} s)"
+                                                     if self.pacer.answered else ""))
         return f"no answer within {timeout:g} s per request ({how}); {conf.TIMEOUT_HINT}"
 
     # ---- HTTP with retries
@@ -285,19 +287,25 @@ class Client:
             if not slot_held:
                 await self.slots.acquire()
             slot_held = False
+            try:
+                budget.take(cfg)  # judge_max_requests: BudgetExhausted sends nothing
+            except BudgetExhausted:
+                self.slots.release()
+                raise
             # read under the slot: a request waiting for one gets the sizing of its time
-            probe, generation, timeout = self.probing, self.generation, self.timeout_s
+            answered, generation, timeout = self.pacer.answered, self.pacer.generation, self.timeout_s
             try:
                 t0 = time.monotonic()
                 try:
                     self.stats.http_calls += 1
                     self.calls_sent += 1
-                    completion = await self.client.chat.completions.create(
+                    raw = await self.client.chat.completions.with_raw_response.create(
                         model=cfg.model, messages=messages, timeout=timeout, **params)
-                    data = completion_dict(completion)
+                    data = completion_dict(raw.content)
                 finally:
+                    saturated = self.slots.saturated()
                     self.slots.release()
-                self._answered_in(time.monotonic() - t0)
+                self._answered_in(time.monotonic() - t0, saturated)
                 return data
             except openai.APIStatusError as exc:
                 if not retryable_status(exc.status_code):
@@ -306,16 +314,17 @@ class Client:
                         f"(model {cfg.model!r}): {self.mask(exc.message)}", status=exc.status_code,
                         body=secrets.mask_obj(exc.body, self.secrets)) from None
                 last, hint, reason = exc, retry_after_s(exc.response), f"http_{exc.status_code}"
+                if exc.status_code in conf.CONGESTION_STATUSES:
+                    self._congested(generation, exc.status_code)
             except openai.APITimeoutError as exc:
                 last, reason = exc, "timeout"
-                if probe and not self.timeout_set:
-                    # alone, with the longest wait sizing allows: waiting again would only
-                    # repeat it, for every item; stop the batch and say what to set
+                if not answered and not self.pacer.answered and not self.timeout_set:
+                    # no answer at all yet, after the longest wait sizing allows: waiting again
+                    # would only repeat it, for every item; stop the batch and say what to set
                     raise JudgeRequestError(
-                        f"judge at {cfg.shown_endpoint} (model {cfg.model!r}) did not answer the first request "
-                        f"of {self.desc} (sent alone, to measure its latency) within {timeout:g} s: the "
-                        f"server is hung or slower than that; {conf.TIMEOUT_HINT}", reason="timeout",
-                        attempts=attempt + 1) from None
+                        f"judge at {cfg.shown_endpoint} (model {cfg.model!r}) answered none of the first "
+                        f"requests of {self.desc} within {timeout:g} s: the server is hung or slower than "
+                        f"that; {conf.TIMEOUT_HINT}", reason="timeout", attempts=attempt + 1) from None
                 self._timed_out(generation, request, timeout)
             except openai.APIConnectionError as exc:
                 last, reason = exc, "connection"

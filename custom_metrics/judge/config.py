@@ -6,8 +6,8 @@ environment, then defaults) are resolved once, by ``lm_eval_tasks.settings.judge
 this package takes what it is given (model, endpoint, key, cache path), so a library
 caller, a test and the harness judge with exactly the configuration they pass.
 
-The sizing constants are module constants, not settings: one number (the latency
-probe's) decides them, and tests shrink them here to exercise a "slow" server in
+The sizing constants are module constants, not settings: the batch's answers move
+what they start, and tests shrink them here to exercise a "slow" server in
 milliseconds; the client reads them from this module at run time.
 """
 
@@ -37,14 +37,16 @@ RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is honoured up to this, beyon
 CLAIM_POLL_MIN_S = 0.02  # first poll of a waiter on another run's claim ...
 CLAIM_POLL_MAX_S = 0.5   # ... growing to this: short waits stay snappy, long ones cheap
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
-# Sizing when timeout_s / max_concurrency are unset (see the package docstring).
-DEFAULT_MAX_CONCURRENCY = 8  # in flight against a fast endpoint (and the most sizing picks)
-PROBE_TIMEOUT_S = 300.0      # the first request of a batch, sent alone, waits up to this
+# Sizing when timeout_s / max_concurrency are unset (see the package docstring and
+# custom_metrics.judge.pacing).
+START_CONCURRENCY = 8        # requests in flight when a batch starts
+AUTO_CONCURRENCY_MAX = 64    # the most pacing raises it to
+LATENCY_TOLERANCE = 1.5      # an answer within this x the fastest one: the server still has room
+CONGESTION_STATUSES = (429, 503)  # halve the requests in flight (once per burst)
+FIRST_TIMEOUT_S = 300.0      # a request sent before any answer of its batch waits up to this
 AUTO_TIMEOUT_FLOOR_S = 60.0  # a sized per-request timeout is never shorter
 AUTO_TIMEOUT_MAX_S = 900.0   # ... nor longer (a request this slow is a hung server)
-AUTO_TIMEOUT_FACTOR = 4.0    # timeout >= this x probe latency x requests in flight
 AUTO_LATENCY_FACTOR = 3.0    # timeout >= this x the slowest answer seen so far
-AUTO_QUEUE_BUDGET_S = 15.0   # in flight <= this / probe latency: a serialising server's queue
 TIMEOUT_HINT = ("raise judge_timeout / DOMSUM_JUDGE_TIMEOUT (seconds per request) or lower "
                 "judge_concurrency / DOMSUM_JUDGE_CONCURRENCY (requests in flight; 1 for a CPU-served model)")
 
@@ -105,9 +107,9 @@ class JudgeConfig:
     heartbeat (default: three :attr:`nominal_timeout_s`; see :attr:`claim_ttl`).
 
     ``max_concurrency`` (requests in flight) and ``timeout_s`` (seconds per request)
-    default to None: sized per batch from the latency of its first request (package
-    docstring, "Sizing"), because no fixed pair suits both a hosted API and a model
-    served on a CPU. A value that is set is used exactly as given.
+    default to None: adapted per batch to the answers' latency and to 429/503/timeouts
+    (package docstring, "Sizing"), because no fixed pair suits both a hosted API and a
+    model served on a CPU. A value that is set is used exactly as given.
     """
 
     model: str
@@ -129,6 +131,11 @@ class JudgeConfig:
     #: a bar on stderr per batch of at least PROGRESS_MIN_ITEMS requests (None: $DOMSUM_PROGRESS)
     progress: bool | None = None
     claim_ttl_s: float | None = None
+    #: HTTP requests this process may send to judges (None: no cap); see custom_metrics.judge.budget
+    max_requests: int | None = None
+    #: prices per 1,000 prompt / completion tokens, for the estimate before a batch (None: no cost shown)
+    price_prompt: float | None = None
+    price_completion: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -152,6 +159,11 @@ class JudgeConfig:
             problems.append(f"logprobs must be 'on', 'off' or 'auto' (got {self.logprobs!r})")
         if self.claim_ttl_s is not None and self.claim_ttl_s <= 0:
             problems.append(f"claim_ttl_s must be > 0 (got {self.claim_ttl_s})")
+        if self.max_requests is not None and self.max_requests < 0:
+            problems.append(f"max_requests must be >= 0 (got {self.max_requests})")
+        for name in ("price_prompt", "price_completion"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0 (got {getattr(self, name)})")
         if problems:
             raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
 

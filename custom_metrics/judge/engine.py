@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from custom_metrics import secrets
 from custom_metrics.judge import config as conf
+from custom_metrics.judge.budget import BudgetExhausted
 from custom_metrics.judge.cache import JudgeCache, cache_key, new_owner_id, retire_owner
 from custom_metrics.judge.client import Client
 from custom_metrics.judge.config import JudgeConfig, JudgeError, JudgeRequestError, Messages, Scale
@@ -41,6 +42,9 @@ class Reader(Protocol):
     """How one attempt of an item is asked and read (see :mod:`custom_metrics.judge.readers`)."""
 
     async def attempt(self, run: "BatchRun", messages: Messages, scale: Scale, attempt: int) -> ItemScore: ...
+
+    def first_params(self) -> dict[str, Any]:
+        """The parameters of an item's first request (the estimate before the batch)."""
 
 
 class BatchRun:
@@ -223,7 +227,7 @@ class BatchRun:
 
         A request that fails for good on a transient fault fails this item only
         (counted by reason, logged with the endpoint); other errors (a rejected key,
-        an unknown model, a latency probe without an answer) are counted for this
+        an unknown model, no answer at all within the first wait) are counted for this
         item and end the batch, since every item would fail the same way.
         """
         try:
@@ -232,6 +236,11 @@ class BatchRun:
                 return self._scored(first)
             self.stats.parse_retries += 1
             second = await self.reader.attempt(self, messages, scale, 1)
+        except BudgetExhausted:
+            # not judged, not failed: a later run with a higher cap judges it (cached answers are free)
+            self.stats.count_failure("budget", 0)
+            self.finished += 1
+            return ItemScore(None, None, [], "budget")
         except JudgeRequestError as exc:
             if not exc.transient:
                 self.stats.count_failure(exc.reason or "error", exc.attempts)

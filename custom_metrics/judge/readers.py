@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from custom_metrics.judge import budget
 from custom_metrics.judge.config import JudgeConfig, JudgeRequestError, Messages, Mode, Scale
 from custom_metrics.judge.parse import score_from_logprobs, score_from_samples
 from custom_metrics.judge.stats import ItemScore
@@ -43,6 +44,11 @@ class Ratings:
         # None = "auto", not yet known: the batch's first item probes for logprobs.
         self.mode: Mode | None = {"on": "logprobs", "off": "samples"}.get(config.logprobs)
         self.short_warned = False
+
+    def first_params(self) -> dict[str, Any]:
+        """The parameters of an item's first request, as far as known before the batch
+        (``auto``: log-probabilities, tried first)."""
+        return self.params(self.mode or "logprobs")
 
     def params(self, mode: Mode) -> dict[str, Any]:
         cfg = self.config
@@ -90,10 +96,14 @@ class Ratings:
         if missing > 0:
             if not self.short_warned:
                 self.short_warned = True
-                log.warning("judge %r at %s returned %d of the %d choices asked (n=%d); asking for the other "
-                            "%d with single-choice requests, so that each score stays a mean of %d replies "
-                            "(lower judge_n_samples / DOMSUM_JUDGE_N_SAMPLES to pay for fewer)",
-                            self.config.model, self.config.shown_endpoint, len(texts), n, n, missing, n)
+                known = budget.choices_returned(self.config) is not None
+                budget.note_short_choices(self.config, len(texts))
+                if not known:  # said once per judge and process; later estimates multiply by it
+                    log.warning("judge %r at %s ignores n: it returned %d of the %d choices asked; each item now "
+                                "takes %d requests (1 + %d single-choice), so that each score stays a mean of %d "
+                                "replies: %dx the requests estimated (lower judge_n_samples / "
+                                "DOMSUM_JUDGE_N_SAMPLES to pay for fewer)", self.config.model,
+                                self.config.shown_endpoint, len(texts), n, 1 + missing, missing, n, 1 + missing)
             single = {**params, "n": 1}
             run.stats.sample_topups += missing
             got = await asyncio.gather(*(run.answer(messages, single, attempt, draw=k)
@@ -154,6 +164,9 @@ class Texts:
         if self.config.seed is not None:
             p["seed"] = self.config.seed
         return p
+
+    def first_params(self) -> dict[str, Any]:
+        return self.text_params()
 
     async def attempt(self, run: BatchRun, messages: Messages, scale: Scale, attempt: int) -> ItemScore:
         response = await run.answer(messages, self.text_params(), attempt)

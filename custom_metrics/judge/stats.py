@@ -13,11 +13,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from custom_metrics.judge.budget import BUDGET_HINT
 from custom_metrics.judge.config import TIMEOUT_HINT
 
 #: how :meth:`JudgeStats.summary_line` names each failure reason
 REASON_WORDS = {"invalid_json": "invalid JSON", "timeout": "timeout", "connection": "connection error",
-                 "abandoned": "not finished (the batch stopped)"}
+                 "abandoned": "not finished (the batch stopped)",
+                 "budget": "not judged (judge_max_requests reached)"}
 
 
 @dataclass
@@ -44,9 +46,15 @@ class JudgeStats:
     fewer choices than the ``n`` asked (servers that ignore ``n``);
     ``choices_missing``: the choices they lacked; ``sample_topups``: single-choice
     requests made to fill them (each also in ``http_calls`` or ``cache_hits``).
+    ``estimates``: per batch, the estimate made before its first request
+    (:func:`custom_metrics.judge.budget.estimate`: requests, prompt and completion
+    tokens, cost); ``failed["budget"]`` (also ``budget_skipped`` in :meth:`as_dict`):
+    items not judged because ``judge_max_requests`` was reached.
     ``sizing``: per batch that sent requests, the per-request timeout and requests in
-    flight it used, whether each was set or sized (``auto``), the latency probe's
-    seconds, and how often timeouts made it adapt.
+    flight it ended with (``start_concurrency``, ``peak_concurrency``), whether each was
+    set or sized (``auto``), the fastest answer's seconds (``floor_latency_s``), how
+    often 429/503/timeouts halved the requests in flight (``concurrency_decreases``) and
+    how often timeouts doubled the wait (``timeout_adaptations``).
     """
 
     items: int = 0
@@ -72,6 +80,7 @@ class JudgeStats:
     cached_completion_tokens: int = 0
     wall_s: float = 0.0
     sizing: list[dict[str, Any]] = field(default_factory=list)
+    estimates: list[dict[str, Any]] = field(default_factory=list)
     #: why the judge cache could not be used (judged without it), else None
     cache_unusable: str | None = None
 
@@ -98,8 +107,14 @@ class JudgeStats:
         return {"parse": self.parse_failures, **dict(sorted(self.failed.items())),
                 "empty_skipped": self.empty_skipped}
 
+    @property
+    def budget_skipped(self) -> int:
+        """Items not judged because ``judge_max_requests`` was reached."""
+        return self.failed.get("budget", 0)
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["budget_skipped"] = self.budget_skipped
         d["failed"] = self.failures_by_reason()
         d["total_tokens"] = self.prompt_tokens + self.completion_tokens
         d["wall_s"] = round(self.wall_s, 3)
@@ -126,6 +141,8 @@ class JudgeStats:
             line += f"; {self.empty_skipped} empty {noun} skipped (not sent)"
         if self.failed.get("timeout"):
             line += f"; to avoid timeouts {TIMEOUT_HINT}"
+        if self.budget_skipped:
+            line += f"; to judge the {self.budget_skipped} not judged, {BUDGET_HINT}"
         if self.cache_unusable:
             line += "; judged without a cache (it cannot be used: see cache_unusable)"
         if self.choices_short:

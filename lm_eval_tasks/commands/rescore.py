@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = ap.add_argument_group("judge (each falls back to the environment, as in the tasks)")
     g.add_argument("--judge-model", help="judge model (DOMSUM_JUDGE_MODEL)")
     g.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)")
-    g.add_argument("--judge-concurrency", type=int, help="requests in flight (default: sized from the first request's latency)")
+    g.add_argument("--judge-concurrency", type=int, help="requests in flight, fixed (default: adapted to the answers)")
+    g.add_argument("--judge-max-requests", type=int,
+                   help="most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)")
     g.add_argument("--judge-cache", help="SQLite cache path, or 'off' (DOMSUM_JUDGE_CACHE)")
     g.add_argument("--judge-logprobs", choices=("on", "off", "auto"))
     g.add_argument("--judge-n-samples", type=int, help="replies per item without logprobs (default 20)")
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         bertscore_batch_size=args.bertscore_batch_size, vocab_dir=args.vocab_dir,
         judge_model=args.judge_model, judge_base_url=args.judge_base_url,
         judge_concurrency=args.judge_concurrency, judge_cache=args.judge_cache,
+        judge_max_requests=args.judge_max_requests,
         judge_logprobs=args.judge_logprobs, judge_n_samples=args.judge_n_samples,
         fm_variant=args.fm_variant, progress=False if args.no_progress else None)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

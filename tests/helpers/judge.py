@@ -6,10 +6,7 @@ import json
 from pathlib import Path
 
 
-JUDGE_ENV = ("DOMSUM_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY",
-             "DOMSUM_JUDGE_CACHE",
-             "DOMSUM_JUDGE_CONCURRENCY", "DOMSUM_JUDGE_LOGPROBS", "DOMSUM_JUDGE_N_SAMPLES",
-             "DOMSUM_JUDGE_TIMEOUT", "DOMSUM_JUDGE_MAX_RETRIES")
+from helpers.judge_server import JUDGE_ENV  # noqa: E402  (one list of the judge's variables)
 
 
 def M(marker: str) -> str:

@@ -27,6 +27,9 @@ Behaviour is scripted per request:
 * ``serialize``: answer one request at a time (``latency_s`` each, steps included),
   as a model served on a CPU does: the n-th of n concurrent requests waits for the
   others, and a request the client gave up on still occupies the server.
+* ``slots``: answer at most this many requests at once, each in ``latency_s``, the
+  others queued: a batching server (vLLM) whose latency stays flat up to its batch
+  size (``serialize`` is ``slots=1``).
 
 Every request is counted (``received``) and its JSON body kept (``bodies``), also
 those answered by a fault step; ``arrivals_in_flight`` records how many requests
@@ -64,7 +67,8 @@ from typing import Any, Literal, Union
 #: developer's own judge (or key) never leaks into a test
 JUDGE_ENV = ("DOMSUM_JUDGE_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DOMSUM_JUDGE_API_KEY",
              "DOMSUM_JUDGE_CACHE", "DOMSUM_JUDGE_CONCURRENCY", "DOMSUM_JUDGE_LOGPROBS",
-             "DOMSUM_JUDGE_N_SAMPLES", "DOMSUM_JUDGE_TIMEOUT", "DOMSUM_JUDGE_MAX_RETRIES")
+             "DOMSUM_JUDGE_N_SAMPLES", "DOMSUM_JUDGE_TIMEOUT", "DOMSUM_JUDGE_MAX_RETRIES",
+             "DOMSUM_JUDGE_MAX_REQUESTS", "DOMSUM_JUDGE_PRICE_PROMPT", "DOMSUM_JUDGE_PRICE_COMPLETION")
 
 
 def clear_judge_env(monkeypatch: Any) -> None:
@@ -213,6 +217,7 @@ class StubJudgeServer:
     default: tuple[Step, ...] = (Text("3"),)
     max_choices: int | None = None
     serialize: bool = False
+    slots: int | None = None
     received: int = 0
     bodies: list[dict] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
@@ -227,7 +232,8 @@ class StubJudgeServer:
         self.max_in_flight = 0
         self._in_flight = 0
         self.arrivals_in_flight: list[int] = []
-        self._serial = threading.Lock()  # held while answering, when ``serialize``
+        # held while answering, when ``serialize`` or ``slots``
+        self._serial = threading.BoundedSemaphore(1 if self.serialize else (self.slots or 1))
 
     # ---- scripting
 
@@ -437,7 +443,7 @@ class _Handler(BaseHTTPRequestHandler):
         step = stub._step_for(body)
         stub._enter_flight()
         try:
-            with stub._serial if stub.serialize else contextlib.nullcontext():
+            with stub._serial if stub.serialize or stub.slots else contextlib.nullcontext():
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
                 self._answer(body, step)

@@ -219,40 +219,61 @@ def test_transformers_serve_like_server_auto_mode_counts_everything():
     assert st.logprobs_fallbacks == 1 and st.accounted == st.items == 2
 
 
-def test_default_sizing_probes_alone_then_goes_concurrent():
+def test_default_sizing_starts_several_in_flight_without_a_probe():
     with StubJudgeServer(latency_s=0.05, time_limit_s=60) as srv:
-        res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout_s=None))
+        res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
     assert res.n_scored == 12
-    assert srv.arrivals_in_flight[:2] == [1, 1]  # the probe went alone
-    assert 2 <= srv.max_in_flight <= judge_conf.DEFAULT_MAX_CONCURRENCY
+    assert srv.arrivals_in_flight[:3] == [1, 2, 3]  # no request went alone to measure the latency
+    assert srv.max_in_flight >= judge_conf.START_CONCURRENCY
     (sizing,) = res.stats.sizing
     assert sizing["timeout_source"] == sizing["concurrency_source"] == "auto"
-    assert sizing["max_concurrency"] == judge_conf.DEFAULT_MAX_CONCURRENCY
-    assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["probe_latency_s"] < 2
-    assert sizing["requests"] == srv.received == 12
+    assert sizing["start_concurrency"] == judge_conf.START_CONCURRENCY <= sizing["peak_concurrency"]
+    assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["floor_latency_s"] < 2
+    assert sizing["requests"] == srv.received == 12 and sizing["concurrency_decreases"] == 0
     assert res.config["timeout_s"] == "auto" and res.config["max_concurrency"] == "auto"
+
+
+def test_pacing_fills_a_batching_server_beyond_the_start():
+    """16 slots, flat latency up to 16 in flight: answers stay near the fastest, so the
+    bound grows past its start until the server queues."""
+    with StubJudgeServer(latency_s=0.1, slots=16, time_limit_s=60) as srv:
+        res = judge_scores([req(f"b{i}") for i in range(96)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
+    assert res.n_scored == 96
+    (sizing,) = res.stats.sizing
+    assert sizing["peak_concurrency"] >= 16 and srv.max_in_flight >= 16
+    assert sizing["concurrency_decreases"] == 0 and srv.received == 96
 
 
 @pytest.fixture
 def slow_scale(monkeypatch):
-    """Sizing constants shrunk ~25x, so that a 0.25 s-a-request server is "slow"."""
-    monkeypatch.setattr(judge_conf, "AUTO_QUEUE_BUDGET_S", 0.6)
+    """Sizing constants shrunk ~100x, so that a 0.2 s-a-request server is "slow"."""
     monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FLOOR_S", 0.5)
-    monkeypatch.setattr(judge_conf, "PROBE_TIMEOUT_S", 5.0)
+    monkeypatch.setattr(judge_conf, "FIRST_TIMEOUT_S", 5.0)
 
 
-def test_sized_defaults_work_against_a_serialising_slow_server(slow_scale):
-    with StubJudgeServer(latency_s=0.25, serialize=True, time_limit_s=60) as srv:
-        res = judge_scores([req(f"q{i}") for i in range(6)], (1, 5), cfg(srv, timeout_s=None))
-    assert res.n_scored == 6 and res.stats.failed == {} and res.stats.retries == 0
+def test_pacing_holds_against_a_one_at_a_time_server(slow_scale):
+    """A serialising server queues from the second request on: answers come slower than
+    the first, so the bound holds (more would only lengthen the queue)."""
+    with StubJudgeServer(latency_s=0.05, serialize=True, time_limit_s=60) as srv:
+        res = judge_scores([req(f"q{i}") for i in range(30)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
+    assert res.n_scored == 30 and res.stats.failed == {} and res.stats.retries == 0
     (sizing,) = res.stats.sizing
-    latency = sizing["probe_latency_s"]
-    assert latency >= 0.25
-    # 0.6 s budget // 0.25 s a request: 2 (1 on a machine so busy the probe took over 0.3 s)
-    assert sizing["max_concurrency"] == max(1, int(0.6 // latency)) <= 2
-    assert srv.max_in_flight <= sizing["max_concurrency"]
-    # the queue fits, with margin (both numbers are recorded to the millisecond)
-    assert sizing["timeout_s"] >= 4 * latency * sizing["max_concurrency"] - 0.01
+    assert sizing["floor_latency_s"] >= 0.05
+    assert sizing["peak_concurrency"] <= judge_conf.START_CONCURRENCY + 2
+    assert srv.max_in_flight <= sizing["peak_concurrency"]
+    # the first answer sized the wait for the whole queue in flight, with margin
+    assert sizing["timeout_s"] >= judge_conf.AUTO_LATENCY_FACTOR * 0.05 * judge_conf.START_CONCURRENCY - 0.01
+
+
+def test_429s_of_one_burst_halve_the_requests_in_flight_once(server):
+    for i in range(3):
+        server.on(M(f"busy{i}"), Status(429, "slow down", retry_after=0), Text("4"))
+    items = [req(f"busy{i}") for i in range(3)] + [req(f"calm{i}") for i in range(5)]
+    res = judge_scores(items, (1, 5), cfg(server, logprobs="on"))
+    assert res.scores == [4.0] * 3 + [3.0] * 5 and res.stats.retries == 3
+    (sizing,) = res.stats.sizing
+    assert sizing["concurrency_decreases"] == 1
+    assert sizing["max_concurrency"] == judge_conf.START_CONCURRENCY // 2
 
 
 def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
@@ -264,7 +285,7 @@ def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
         time.sleep(0.25 * 8)  # let the server drain what the client gave up on
         received = srv.received
     st = res.stats
-    # no latency probe (and logprobs "on": no mode probe), far more in flight than sizing picks (2)
+    # logprobs "on": no mode probe; all 8 at once, as set
     assert srv.arrivals_in_flight[1] >= 2 and srv.max_in_flight >= 4
     assert received == st.http_calls == 8
     assert st.failed.get("timeout", 0) >= 1 and st.scored + st.failed["timeout"] == 8
@@ -272,20 +293,20 @@ def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
     (sizing,) = st.sizing
     assert (sizing["timeout_s"], sizing["max_concurrency"]) == (0.6, 8)
     assert sizing["timeout_source"] == sizing["concurrency_source"] == "set"
-    assert sizing["probe_latency_s"] is None and sizing["timeout_adaptations"] == 0
+    assert sizing["concurrency_decreases"] == 0 and sizing["timeout_adaptations"] == 0
     assert "judge_timeout / DOMSUM_JUDGE_TIMEOUT" in st.summary_line()
     assert "DOMSUM_JUDGE_CONCURRENCY" in st.summary_line()
 
 
-def test_set_timeout_caps_the_sized_concurrency(slow_scale):
+def test_set_timeout_with_paced_concurrency_halves_it_when_the_queue_times_out(slow_scale):
+    """8 at once against a one-at-a-time server, 1.0 s each: the back of the queue times
+    out, and the timeouts of two requests halve the requests in flight; the set timeout stays."""
     with StubJudgeServer(latency_s=0.2, serialize=True, time_limit_s=60) as srv:
-        res = judge_scores([req(f"c{i}") for i in range(5)], (1, 5), cfg(srv, timeout_s=1.0))
+        res = judge_scores([req(f"c{i}") for i in range(8)], (1, 5), cfg(srv, timeout_s=1.0, logprobs="on"))
     (sizing,) = res.stats.sizing
-    latency = sizing["probe_latency_s"]
-    # the budget would allow 0.6 // 0.2 = 3; a set 1.0 s timeout waits for 1.0 // (2 x 0.2) = 2
-    assert sizing["max_concurrency"] == max(1, min(int(0.6 // latency), int(1.0 // (2 * latency)))) <= 2
     assert sizing["timeout_s"] == 1.0 and sizing["timeout_source"] == "set"
-    assert res.n_scored == 5 and srv.max_in_flight <= sizing["max_concurrency"]
+    assert sizing["concurrency_decreases"] >= 1 and sizing["max_concurrency"] < judge_conf.START_CONCURRENCY
+    assert res.n_scored == 8 and res.stats.retries >= 2
 
 
 def test_set_concurrency_is_kept_and_the_timeout_sized(server):
@@ -298,7 +319,8 @@ def test_set_concurrency_is_kept_and_the_timeout_sized(server):
 
 def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monkeypatch, server):
     monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FLOOR_S", 0.3)
-    monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FACTOR", 0.01)
+    monkeypatch.setattr(judge_conf, "FIRST_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(judge_conf, "AUTO_LATENCY_FACTOR", 0.01)  # the sized wait: the floor, 0.3 s
     server.on(M("h1"), Hang(0.5), Text("4"))
     server.on(M("h2"), Hang(0.5), Text("4"))
     items = [req("fine0"), req("fine1"), req("h1"), req("h2")]
@@ -306,21 +328,24 @@ def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monke
     assert res.scores == [3.0, 3.0, 4.0, 4.0] and res.stats.retries == 2
     (sizing,) = res.stats.sizing
     assert sizing["timeout_adaptations"] == 1
-    assert sizing["timeout_s"] == pytest.approx(0.6) and sizing["max_concurrency"] == 4
+    assert sizing["timeout_s"] == pytest.approx(0.6)
+    assert sizing["max_concurrency"] == judge_conf.START_CONCURRENCY // 2 and sizing["concurrency_decreases"] == 1
 
 
-def test_probe_without_an_answer_stops_the_batch_and_names_the_settings(monkeypatch, server):
-    monkeypatch.setattr(judge_conf, "PROBE_TIMEOUT_S", 0.3)
+def test_no_answer_within_the_first_wait_stops_the_batch_and_names_the_settings(monkeypatch, server):
+    monkeypatch.setattr(judge_conf, "FIRST_TIMEOUT_S", 0.3)
     server.set_default(Stall(max_s=5))
     stats = JudgeStats()
     t0 = time.perf_counter()
     with pytest.raises(JudgeRequestError) as info:
-        judge_scores([req(f"x{i}") for i in range(5)], (1, 5), cfg(server, timeout_s=None), stats=stats)
+        judge_scores([req(f"x{i}") for i in range(5)], (1, 5), cfg(server, timeout_s=None, logprobs="on"),
+                     stats=stats)
     assert time.perf_counter() - t0 < 3
     msg = str(info.value)
     assert "judge_timeout / DOMSUM_JUDGE_TIMEOUT" in msg and "judge_concurrency" in msg and "0.3 s" in msg
-    assert server.received == 1  # the probe only: nothing else was sent
-    assert stats.failed == {"timeout": 1, "abandoned": 4} and stats.accounted == stats.items == 5
+    assert server.received == 5  # the first requests, once each: no retry after the first wait
+    assert set(stats.failed) <= {"timeout", "abandoned"} and stats.failed["timeout"] >= 1
+    assert sum(stats.failed.values()) == 5 and stats.accounted == stats.items == 5
     assert "giving up on the other -" not in msg
 
 

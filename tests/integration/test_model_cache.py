@@ -82,6 +82,25 @@ def test_release_empties_the_gpu_cache_when_cuda_is_in_use(monkeypatch):
     assert cache.release() == [] and emptied == [1]  # nothing dropped: nothing to free
 
 
+def test_release_without_an_accelerator_runs_no_full_collection(monkeypatch):
+    """CPU only: dropped models go by reference counting; no gc.collect, no cache emptying."""
+    import torch
+
+    collected, emptied = [], []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    monkeypatch.setattr(model_cache.gc, "collect", lambda *a: collected.append(1) or 0)
+    cache = ModelCache()
+    ref = weakref.ref(cache.get(("causal", "x"), lambda: Model("x")))
+    assert model_cache.accelerator_in_use() is False
+    assert cache.release() == [("causal", "x")]
+    assert ref() is None and collected == [] and emptied == []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert model_cache.free_accelerator_memory() is True and collected == [1] and emptied == [1]
+
+
 def test_a_failed_load_caches_nothing():
     cache, calls = ModelCache(), []
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
 from custom_metrics.analysis.stats.levels import LEVELS, level_corr, level_counts, matrices
-from custom_metrics.analysis.stats.resampling import bootstrap_ci, bootstrap_counts
+from custom_metrics.analysis.stats.resampling import bootstrap_ci, bootstrap_counts, kept_heap
 from custom_metrics.progress import bar
 
 
@@ -35,7 +35,7 @@ def correlation_table(df: pd.DataFrame, metrics: Sequence[str], *, n_boot: int =
     rows = []
     cs = cd = None
     with bar(len(metrics) * len(levels) * len(coefficients), "meta-eval: correlations", unit="coef",
-             enabled=progress) as ticks:
+             enabled=progress) as ticks, kept_heap():
         for metric in metrics:
             m = matrices(df, metric, human)
             if cs is None and n_boot > 0:

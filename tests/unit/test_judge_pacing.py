@@ -1,0 +1,78 @@
+"""The judge's pacing (custom_metrics.judge.pacing) and estimate (custom_metrics.judge.budget),
+without a server: the bound's moves and the estimate's arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from custom_metrics.judge import JudgeConfig, budget
+from custom_metrics.judge import config as conf
+from custom_metrics.judge.client import Slots
+from custom_metrics.judge.pacing import Pacer
+
+
+def test_slow_start_grows_by_one_per_fast_answer_while_slots_are_full():
+    pacer = Pacer(Slots(8), None)
+    for _ in range(8):
+        pacer.on_answer(0.1, saturated=True)
+    assert pacer.slots.limit == 16 and pacer.peak == 16
+
+
+def test_no_growth_without_demand_and_a_queue_holds_the_bound():
+    pacer = Pacer(Slots(8), None)
+    pacer.on_answer(0.1, saturated=False)
+    assert pacer.slots.limit == 8
+    pacer.on_answer(0.1 * conf.LATENCY_TOLERANCE * 1.1, saturated=True)  # a queue: hold
+    assert pacer.slots.limit == 8 and not pacer.slow_start
+    for _ in range(8):  # after slow start: +1 per round trip (8 answers at 8 in flight)
+        pacer.on_answer(0.1, saturated=True)
+    assert pacer.slots.limit == 9
+
+
+def test_congestion_halves_once_per_burst_and_a_set_bound_never_moves():
+    pacer = Pacer(Slots(8), None)
+    gen = pacer.generation
+    assert pacer.on_congestion(gen) and pacer.slots.limit == 4
+    assert not pacer.on_congestion(gen) and pacer.slots.limit == 4  # same burst: once
+    assert pacer.on_congestion(pacer.generation) and pacer.slots.limit == 2 and pacer.decreases == 2
+    fixed = Pacer(Slots(3), 3)
+    fixed.on_answer(0.1, saturated=True)
+    assert not fixed.on_congestion(0) and fixed.slots.limit == 3
+
+
+def test_the_bound_stays_within_one_and_the_maximum():
+    low = Pacer(Slots(1), None)
+    low.on_congestion(0)
+    assert low.slots.limit == 1
+    pacer = Pacer(Slots(8), None)
+    for _ in range(200):
+        pacer.on_answer(0.1, saturated=True)
+    assert pacer.slots.limit == conf.AUTO_CONCURRENCY_MAX
+
+
+def test_estimate_counts_uncached_unique_requests_tokens_and_cost():
+    budget.reset()
+    config = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", price_prompt=1.0, price_completion=2.0,
+                         max_requests=10)
+    msgs = [[{"role": "user", "content": "x" * 40}]] * 3 + [[{"role": "user", "content": "y" * 80}]]
+    keys = ["a", "a", "b", "c"]  # the first two are one request
+    est = budget.estimate(config, msgs, {"max_tokens": 5, "n": 1}, keys, {"b"}, "t")
+    # a (once) and c: 40/4 + 4 and 80/4 + 4 prompt tokens; 2 x 5 completion tokens
+    assert (est["requests"], est["items_cached"]) == (2, 2)
+    assert (est["prompt_tokens"], est["completion_tokens"]) == (14 + 24, 10)
+    assert est["cost"] == pytest.approx(38 / 1000 * 1.0 + 10 / 1000 * 2.0)
+    assert est["requests_left"] == 10 and "10 of judge_max_requests (10) left" in budget.estimate_line(config, est)
+
+
+def test_a_server_known_to_ignore_n_multiplies_the_estimate_and_the_cap_stops_requests():
+    budget.reset()
+    config = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", max_requests=2)
+    budget.note_short_choices(config, 1)
+    est = budget.estimate(config, [[{"role": "user", "content": "z"}]], {"max_tokens": 5, "n": 20}, ["k"], set(), "t")
+    assert est["requests_per_item"] == 20 and est["requests"] == 20 and est["completion_tokens"] == 100
+    budget.take(config)
+    budget.take(config)
+    with pytest.raises(budget.BudgetExhausted):
+        budget.take(config)
+    assert budget.spent() == 2
+    budget.reset()
