@@ -21,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     names the file, line, task or setting) becomes one line on stderr and exit status 2,
     never a traceback: the library raises, only this layer prints.
     """
+    from custom_metrics import secrets
     from custom_metrics.errors import SuiteError
 
+    secrets.install_log_masking()  # before any command logs: no key on any stream
     args = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(args[:1])
     try:
