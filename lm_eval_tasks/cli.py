@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
     except SuiteError as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"domsum {ns.command}: error: {text}", file=sys.stderr)
+        print(secrets.mask(f"domsum {ns.command}: error: {text}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `domsum tasks | head`: the reader left; not an error of ours
         import os

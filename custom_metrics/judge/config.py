@@ -164,18 +164,16 @@ class JudgeConfig:
         """A key in ``base_url`` (user-info or an ``api_key=`` query) is moved to
         ``api_key``, so it is sent as the Bearer key (not as Basic auth), the request path
         stays ``.../chat/completions``, and no URL the suite or the HTTP client logs holds
-        it. A URL key that contradicts ``api_key`` is refused: which one is meant is
-        unknown."""
+        it. It replaces ``api_key``: a key written into this endpoint's URL is meant for
+        it, while ``OPENAI_API_KEY`` is often set for another service or as a placeholder.
+        A URL that keeps another query is refused (the client would append the path
+        after it)."""
         if not self.base_url:
             return
         clean, key = secrets.split_url_key(str(self.base_url))
         if key is None:
             return
         secrets.register(key)
-        if self.api_key and self.api_key != key:
-            raise JudgeConfigError("the judge base URL carries an API key (user-info or an api_key= query) and "
-                                   "another key is set (DOMSUM_JUDGE_API_KEY / OPENAI_API_KEY); give the key once, "
-                                   "in the environment, and the URL without it")
         object.__setattr__(self, "base_url", clean)
         object.__setattr__(self, "api_key", key)
         if urllib.parse.urlsplit(clean).query:

@@ -77,6 +77,14 @@ def test_a_file_size_limit_is_one_line_and_leaves_no_partial(tmp_path):
     assert len((tmp_path / "o" / f"{samples.stem}.scores.jsonl").read_text().splitlines()) == 40
 
 
+def test_a_file_size_limit_while_drawing_the_report_is_one_line(tmp_path):
+    write_system(tmp_path / "runs", "m", {"cnndm": 0.3, "pubmed": 0.2}, n_docs=5)
+    proc = _domsum("report", "runs", "--out", "r", "--no-progress", cwd=tmp_path, fsize=16384)
+    line = _one_line(proc)
+    assert "cannot write r" in line and "file-size limit" in line, line
+    assert not (tmp_path / "r").exists() and _leftovers(tmp_path) == []
+
+
 def test_two_concurrent_rescores_into_one_output_one_refuses(tmp_path):
     samples = _samples(tmp_path)
     with StubJudgeServer(latency_s=1.5, serialize=True, time_limit_s=200) as srv:

@@ -145,11 +145,12 @@ def test_a_key_that_cannot_be_a_header_is_named(key, found):
         JudgeConfig(model="m", base_url="http://127.0.0.1:1/v1", api_key=key)
 
 
-def test_a_url_key_moves_to_the_config_key_or_is_refused():
+def test_a_url_key_moves_to_the_config_key():
     cfg = JudgeConfig(model="m", base_url="http://user:sk-url-123456@127.0.0.1:9/v1")
     assert cfg.api_key == "sk-url-123456" and cfg.endpoint == "http://127.0.0.1:9/v1"
-    with pytest.raises(JudgeConfigError, match="another key is set"):
-        JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1?api_key=sk-url-123456", api_key="sk-env-654321")
+    # the URL's key is meant for that endpoint: it replaces a key from the environment
+    cfg = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1?api_key=sk-url-123456", api_key="sk-env-654321")
+    assert cfg.api_key == "sk-url-123456" and cfg.endpoint == "http://127.0.0.1:9/v1"
     with pytest.raises(JudgeConfigError, match="has a query"):
         JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1?api_key=sk-url-123456&v=2")
 
