@@ -21,8 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     names the file, line, task or setting) becomes one line on stderr and exit status 2,
     never a traceback: the library raises, only this layer prints.
     """
+    from custom_metrics import secrets
     from custom_metrics.errors import SuiteError
 
+    secrets.install_log_masking()  # before any command logs: no key on any stream
     args = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(args[:1])
     try:
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
     except SuiteError as exc:
         text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"domsum {ns.command}: error: {text}", file=sys.stderr)
+        print(secrets.mask(f"domsum {ns.command}: error: {text}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `domsum tasks | head`: the reader left; not an error of ours
         import os

@@ -305,6 +305,18 @@ def checked_text(value: Any, where: str, name: str) -> str:
     return value
 
 
+def logged_scores(rec: dict, where: str) -> dict[str, Any]:
+    """The harness's per-document scores of one samples line (the keys its ``metrics``
+    lists). A score that is text, not a number (``"rouge1": "abc"``), is an error naming
+    the line and key: the report would otherwise fail in its statistics with a bare
+    ``ValueError``. Corpus items (lists, pairs) are left as they are."""
+    logged = {k: rec[k] for k in rec.get("metrics", ()) if isinstance(k, str) and k in rec}
+    for key, value in logged.items():
+        if isinstance(value, str) and _num(value) is None:
+            raise ResultsError(f"{where}, key {key!r}: the score {json.dumps(value)[:40]} is not a number")
+    return logged
+
+
 def read_samples(path: Path, filter_key: str | None = None, limit: int | None = None,
                  text: str | None = None) -> list[Sample]:
     """Samples of one filter (default: the file's first) from a ``--log_samples`` file."""
@@ -344,7 +356,7 @@ def read_samples(path: Path, filter_key: str | None = None, limit: int | None = 
             reference=checked_text(doc.get("summary", rec.get("target", "")) or "", where, "doc.summary"),
             prediction=checked_text(first_text(resps), where, "filtered_resps").strip(),
             extras=extras,
-            logged={k: rec[k] for k in rec.get("metrics", ()) if isinstance(k, str) and k in rec},
+            logged=logged_scores(rec, where),
         ))
         if limit is not None and len(samples) >= limit:
             break

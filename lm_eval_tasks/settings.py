@@ -102,6 +102,10 @@ class Setting:
 
     def check(self, value: Any) -> str | None:
         """Why ``value`` (already of the row's type) is out of range; None when it is fine."""
+        if self.secret:  # sent in an HTTP header: checked before the first request
+            from custom_metrics.secrets import key_problem
+
+            return key_problem(value)
         if self.choices is not None and str(value).strip().lower() not in self.choices:
             return f"one of {', '.join(self.choices)}"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -271,7 +275,8 @@ def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -
     value, source = _raw(metadata, row)
     if source == "default":
         return row.default if default is None else default
-    where = f"metadata {key!r}" if source == "metadata" else f"${row.env}"
+    env = row.env if row.env and os.environ.get(row.env, "") != "" else "OPENAI_API_KEY"  # judge_api_key's fallback
+    where = f"metadata {key!r}" if source == "metadata" else f"${env}"
     shown = "(hidden)" if row.secret else repr(value)
     try:
         converted = row.kind(value)

@@ -180,6 +180,7 @@ class Client:
     async def __aenter__(self) -> "Client":
         from openai import AsyncOpenAI
 
+        secrets.install_log_masking()  # httpx and openai log request URLs and bodies
         cfg = self.config
         api_key = cfg.api_key
         if not api_key:

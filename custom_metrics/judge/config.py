@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import urllib.parse
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -138,7 +139,11 @@ class JudgeConfig:
     price_completion: float | None = None
 
     def __post_init__(self) -> None:
+        self._take_url_key()
         problems = []
+        bad_key = secrets.key_problem(self.api_key)
+        if bad_key:
+            problems.append(f"api_key must be {bad_key}")
         if not self.model or not str(self.model).strip():
             problems.append("model must be a non-empty string")
         if self.max_concurrency is not None and self.max_concurrency < 1:
@@ -166,6 +171,26 @@ class JudgeConfig:
                 problems.append(f"{name} must be >= 0 (got {getattr(self, name)})")
         if problems:
             raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
+
+    def _take_url_key(self) -> None:
+        """A key in ``base_url`` (user-info or an ``api_key=`` query) is moved to
+        ``api_key``, so it is sent as the Bearer key (not as Basic auth), the request path
+        stays ``.../chat/completions``, and no URL the suite or the HTTP client logs holds
+        it. It replaces ``api_key``: a key written into this endpoint's URL is meant for
+        it, while ``OPENAI_API_KEY`` is often set for another service or as a placeholder.
+        A URL that keeps another query is refused (the client would append the path
+        after it)."""
+        if not self.base_url:
+            return
+        clean, key = secrets.split_url_key(str(self.base_url))
+        if key is None:
+            return
+        secrets.register(key)
+        object.__setattr__(self, "base_url", clean)
+        object.__setattr__(self, "api_key", key)
+        if urllib.parse.urlsplit(clean).query:
+            raise JudgeConfigError(f"the judge base URL {secrets.mask(clean)} has a query (?...): the client appends "
+                                   f"/chat/completions to the URL, so give the URL without it")
 
     @property
     def endpoint(self) -> str:

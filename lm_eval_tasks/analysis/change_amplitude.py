@@ -28,7 +28,6 @@ suite's layout; the harness runs as a child process, never imported.
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import math
 import subprocess
@@ -36,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.cells import write_csv
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.data.loader import seeded_sample
@@ -198,11 +198,8 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
               "prompt_source": spec.source,
               "metrics": raw, "change_amplitude": matrix}
     (out / "change_amplitude.json").write_text(json.dumps(report, indent=2))
-    with open(out / "change_amplitude.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        cols = list(base)
-        w.writerow(["changed_attribute", *cols])
-        for a, row in matrix.items():
-            w.writerow([a, *[row[c] for c in cols]])
+    cols = list(base)
+    write_csv(out / "change_amplitude.csv", ["changed_attribute", *cols],
+              ([a, *[row[c] for c in cols]] for a, row in matrix.items()))
     report["png"] = heatmap(matrix, out / "change_amplitude.png") if matrix else False
     return report

@@ -55,7 +55,6 @@ Examples::
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
@@ -65,6 +64,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from custom_metrics.cells import markdown_table, write_csv
 from custom_metrics.errors import SuiteError
 from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
 from custom_metrics.measures import MEASURES, PROFILE_TOKENIZERS, SKIP_REASONS
@@ -179,25 +179,21 @@ def _num(x, digits: int) -> str:
 
 def table_markdown(rows: list[dict], profile: str, splits: Sequence[str],
                    tokenizer: str | None = None) -> str:
-    head = ("| Level | Domain | Pairs | Doc length | Summary length | Compression | Density "
-            "| Coverage | Doc diversity | Summary diversity | Abstractiveness |")
+    header = ["Level", "Domain", "Pairs", "Doc length", "Summary length", "Compression", "Density", "Coverage",
+              "Doc diversity", "Summary diversity", "Abstractiveness"]
+    table = markdown_table(header, [
+        [r["level"], r["domain"], r["n_used"], f"{_num(r['doc_length'], 2)} ± {_num(r['doc_length_std'], 2)}",
+         f"{_num(r['summary_length'], 2)} ± {_num(r['summary_length_std'], 2)}", _num(r["compression"], 4),
+         _num(r["density"], 4), _num(r["coverage"], 4), _num(r["doc_diversity"], 4),
+         _num(r["summary_diversity"], 4), _num(r["abstractiveness"], 4)] for r in rows],
+        ["---", "---"] + ["---:"] * 9)
     lines = [
         f"Domain characteristics (profile `{profile}`, "
         f"tokenizer `{tokenizer or PROFILE_TOKENIZERS[profile]}`, splits {', '.join(splits)}; lengths "
         "in tokens, mean ± std; the other columns are means over pairs).",
         "",
-        head,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *table.splitlines(),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['level']} | {r['domain']} | {r['n_used']} "
-            f"| {_num(r['doc_length'], 2)} ± {_num(r['doc_length_std'], 2)} "
-            f"| {_num(r['summary_length'], 2)} ± {_num(r['summary_length_std'], 2)} "
-            f"| {_num(r['compression'], 4)} | {_num(r['density'], 4)} "
-            f"| {_num(r['coverage'], 4)} | {_num(r['doc_diversity'], 4)} "
-            f"| {_num(r['summary_diversity'], 4)} | {_num(r['abstractiveness'], 4)} |"
-        )
     notes = []
     for r in rows:
         bits = [f"{r[f'skipped_{x}']} {x.replace('_', ' ')}" for x in SKIP_REASONS
@@ -219,11 +215,8 @@ def table_markdown(rows: list[dict], profile: str, splits: Sequence[str],
 
 
 def overlap_markdown(group: str, labels: list[str], matrix: list[list[float]]) -> str:
-    lines = [f"Vocabulary overlap (%), {group}:", "",
-             "| | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
-    for name, row in zip(labels, matrix):
-        lines.append(f"| {name} | " + " | ".join(_num(v, 1) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    return (f"Vocabulary overlap (%), {group}:\n\n"
+            + markdown_table(["", *labels], [[name, *(_num(v, 1) for v in row)] for name, row in zip(labels, matrix)]))
 
 
 def overlaps_by_group(vocabs: dict[str, dict[str, list[str]]],
@@ -301,12 +294,8 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
     out.mkdir(parents=True, exist_ok=True)
     written = draw_figures(out, rows, overlaps, meta, notes) if plots else []
     keys = ["level", "group", "domain", "benchmark", "splits", "profile", *ROW_KEYS]
-    with open(out / "domain_stats.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if isinstance(r.get(k), float) and not math.isfinite(r[k])
-                            else r.get(k)) for k in keys})
+    write_csv(out / "domain_stats.csv", keys, ([("" if isinstance(r.get(k), float) and not math.isfinite(r[k])
+                                                  else r.get(k)) for k in keys] for r in rows))
     written.append(out / "domain_stats.csv")
     groups: dict[str, list[str]] = {}
     for r in rows:
@@ -325,11 +314,9 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
     written.append(out / "domain_stats.md")
 
     for group, ov in overlaps.items():
-        with open(out / f"vocab_overlap_{group}.csv", "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(["domain", *ov["domains"]])
-            for name, row in zip(ov["domains"], ov["matrix"]):
-                w.writerow([name, *(f"{v:.2f}" if math.isfinite(v) else "" for v in row)])
+        write_csv(out / f"vocab_overlap_{group}.csv", ["domain", *ov["domains"]],
+                  ([name, *(f"{v:.2f}" if math.isfinite(v) else "" for v in row)]
+                   for name, row in zip(ov["domains"], ov["matrix"])))
         written.append(out / f"vocab_overlap_{group}.csv")
     return written
 

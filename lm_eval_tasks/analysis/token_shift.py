@@ -65,6 +65,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.cells import csv_cell
 from custom_metrics.errors import SuiteError
 from custom_metrics.analysis.shift_models import (
     ModelSpec,
@@ -364,7 +365,7 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
             row.update(summarize_shift(kl, cat, mask))
             documents.append(row)
             if writer:
-                writer.writerow(row)
+                writer.writerow({k: csv_cell(v) for k, v in row.items()})
                 csv_fh.flush()
     finally:
         if csv_fh:

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.change_amplitude import (
     ATTRIBUTES,
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--metadata", default="{}", help="extra task metadata JSON (judge, budgets)")
     ap.add_argument("--judge", action="store_true", help="also measure focus with the configured judge")
     ap.add_argument("--out", "--out-dir", dest="out", required=True, help="output folder")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace what an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar (stderr) while judging focus")
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
     args = ap.parse_args(argv)
@@ -56,10 +59,11 @@ def main(argv: list[str] | None = None) -> int:
             print("change_amplitude: no judge configured; focus metric skipped", file=sys.stderr)
     out = Path(args.out)
     try:
-        report = run_change_amplitude(
-            out, model=args.model, model_args=args.model_args, subset=args.subset, attributes=attrs,
-            n=args.n, seed=args.seed, shots=args.shots, metadata=with_flags(metadata, data_dir=args.data_dir),
-            judge=judge, lm_eval_args=args.lm_eval_args)
+        with claimed_folder(out, args.overwrite):
+            report = run_change_amplitude(
+                out, model=args.model, model_args=args.model_args, subset=args.subset, attributes=attrs,
+                n=args.n, seed=args.seed, shots=args.shots, metadata=with_flags(metadata, data_dir=args.data_dir),
+                judge=judge, lm_eval_args=args.lm_eval_args)
     except AttributeNotSet as exc:
         ap.error(str(exc))
     except HarnessRunError as exc:

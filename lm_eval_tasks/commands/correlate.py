@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from custom_metrics.errors import SuiteError
+from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks.report.domain_correlation import write_correlations
 
 
@@ -23,9 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--metric", default="rouge_geo")
     ap.add_argument("--fine-tuned", nargs="*", default=[], help="folders of fine-tuned runs")
     ap.add_argument("--out", type=Path, default=Path("out/correlate"))
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace what an earlier run wrote into --out (default: stop and say so)")
     args = ap.parse_args(argv)
     try:
-        report = write_correlations(args.folders, args.stats, args.out, args.metric, args.fine_tuned)
+        with claimed_folder(args.out, args.overwrite):
+            report = write_correlations(args.folders, args.stats, args.out, args.metric, args.fine_tuned)
     except SuiteError as exc:  # a stats file or result folder that cannot be read
         print(exc, file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks import catalog
 from lm_eval_tasks.report.cross_domain import GROUP_BY, write_cross_domain
 
@@ -23,6 +24,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("root", type=Path, help="ROOT/<source>/<model>/results_*.json")
     ap.add_argument("--out", type=Path, default=Path("out/cross_domain"), help="output folder")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace what an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--metrics", default="rouge_geo,bertscore_f1", help="comma-separated metric keys")
     ap.add_argument("--group-by", "--group_by", dest="group_by", choices=GROUP_BY, default="level",
                     help="level: order, separate and label rows and columns by DomainSum "
@@ -51,8 +54,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown domain(s) {', '.join(unknown)} in --subsets; known: "
                              + ", ".join(sorted(known)))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    text, written = write_cross_domain(args.root, args.out, metrics, args.group_by, subsets,
-                                       mask_diagonal=args.mask_diagonal, plots=not args.no_plots)
+    with claimed_folder(args.out, args.overwrite):
+        text, written = write_cross_domain(args.root, args.out, metrics, args.group_by, subsets,
+                                           mask_diagonal=args.mask_diagonal, plots=not args.no_plots)
     print(text)
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0

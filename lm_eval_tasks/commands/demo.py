@@ -31,9 +31,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from custom_metrics.outputs import OutputError
 from lm_eval_tasks import catalog, sample_data_dir
 from lm_eval_tasks.demo import DEFAULT_TASKS, DemoError, demo
-from lm_eval_tasks.report.write import ReportOutputError
 from lm_eval_tasks.results import ResultsError
 
 DEFAULT_OUT = Path("domsum_demo")
@@ -79,6 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     except DemoError as exc:
         print(exc, file=sys.stderr)
         return 1
-    except (ReportOutputError, ResultsError) as exc:
+    except (OutputError, ResultsError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2

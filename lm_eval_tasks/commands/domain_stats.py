@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from custom_metrics.outputs import claimed_folder
 from custom_metrics.measures import PROFILE_TOKENIZERS, PROFILES
 from custom_metrics.tokenize import TOKENIZERS
 from lm_eval_tasks import catalog
@@ -49,6 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local mirror (default: $DOMSUM_DATA_DIR, else hub)")
     ap.add_argument("--out", type=Path,
                     help="output folder (unset: out/domain_stats, with --synthetic out/domain_stats_synthetic)")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace what an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--profile", choices=PROFILES, default="domainsum")
     ap.add_argument("--tokenizer", choices=sorted(TOKENIZERS),
                     help="word tokenizer (default: the profile's: "
@@ -104,14 +107,15 @@ def main(argv: list[str] | None = None) -> int:
     except SelectionError as exc:
         raise SystemExit(str(exc)) from None
     try:
-        done = run_domain_stats(
-            targets, args.out, benchmark=args.benchmark, splits=splits, data_dir=args.data_dir,
-            profile=args.profile, tokenizer=args.tokenizer, max_docs=args.max_docs, workers=args.workers,
-            chunk_size=args.chunk_size, vocab_size=args.vocab_size, drop_duplicates=args.drop_duplicates,
-            keep_empty=args.keep_empty, plots=not args.no_plots,
-            progress=False if (args.no_progress or args.quiet) else None, quiet=args.quiet,
-            group_by=args.group_by, synthetic=args.synthetic, synthetic_length=args.synthetic_length,
-            synthetic_pool=args.synthetic_pool)
+        with claimed_folder(args.out, args.overwrite):
+            done = run_domain_stats(
+                targets, args.out, benchmark=args.benchmark, splits=splits, data_dir=args.data_dir,
+                profile=args.profile, tokenizer=args.tokenizer, max_docs=args.max_docs, workers=args.workers,
+                chunk_size=args.chunk_size, vocab_size=args.vocab_size, drop_duplicates=args.drop_duplicates,
+                keep_empty=args.keep_empty, plots=not args.no_plots,
+                progress=False if (args.no_progress or args.quiet) else None, quiet=args.quiet,
+                group_by=args.group_by, synthetic=args.synthetic, synthetic_length=args.synthetic_length,
+                synthetic_pool=args.synthetic_pool)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

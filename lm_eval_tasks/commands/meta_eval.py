@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from custom_metrics.analysis.meta_eval import MetaEvalError, computable, run
 from custom_metrics.analysis.meta_eval.inputs import RATING_COLUMNS as COLUMN_KEYS
@@ -18,6 +19,7 @@ from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
 from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
 from custom_metrics.analysis.stats.levels import LEVELS
 from custom_metrics.analysis.stats.resampling import RESAMPLING, TESTS
+from custom_metrics.outputs import OutputError, output_folder
 from custom_metrics.rouge import RELEASE_STEMMING
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.report.meta_eval_page import write_page
@@ -29,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("input", help="FD/ScholarSum JSONL, a long CSV/JSONL table, or a SummEval / DialSummEval "
                                   "release file (--format)")
     ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="replace the analysis an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--format", choices=("auto", "fd", "long", "summeval", "dialsummeval"), default="auto",
                     help="input layout (docs/meta_eval.md); summeval and dialsummeval bring their ratings")
     ap.add_argument("--human", default="human", help="human score column of a long table")
@@ -82,20 +86,22 @@ def main(argv: list[str] | None = None) -> int:
     if any(len(p) != 2 or p[0].strip() not in COLUMN_KEYS for p in pairs):
         ap.error(f"--columns takes KEY=NAME pairs with KEY one of {', '.join(COLUMN_KEYS)}")
     columns = {k.strip(): v.strip() for k, v in pairs}
+    out = Path(args.out)
     try:
-        summary = run(args.input, args.out, fmt=args.format, human=args.human,
-                      metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
-                      compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
-                      bertscore_model=resolve(meta, "bertscore_model"),
-                      bertscore_layers=resolve(meta, "bertscore_layers"),
-                      fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
-                      ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
-                      progress=resolve(meta, "progress"), consensus=args.consensus, columns=columns,
-                      annotators=args.annotators, scores=args.scores, resampling=args.resample, test=args.test,
-                      test_level=args.test_level, test_coefficient=args.test_coefficient,
-                      rouge_stemming=resolve(meta, "rouge_stemming"), benchmark=args.benchmark)
-        page = write_page(args.out, summary)
-    except MetaEvalError as exc:  # the library names the file and rows; one line, no traceback
+        with output_folder(out, args.overwrite) as partial:  # refused before any work; put in place whole
+            summary = run(args.input, partial, fmt=args.format, human=args.human,
+                          metrics=[m.strip() for m in args.metrics.split(",")] if args.metrics else None,
+                          compute=compute, n_boot=args.bootstrap, seed=args.seed, kappa=kappa, judge_config=judge,
+                          bertscore_model=resolve(meta, "bertscore_model"),
+                          bertscore_layers=resolve(meta, "bertscore_layers"),
+                          fm_variant=resolve(meta, "fm_variant"), ratings=args.ratings,
+                          ppl_model=resolve(meta, "ppl_model"), blanc_model=resolve(meta, "blanc_model"),
+                          progress=resolve(meta, "progress"), consensus=args.consensus, columns=columns,
+                          annotators=args.annotators, scores=args.scores, resampling=args.resample, test=args.test,
+                          test_level=args.test_level, test_coefficient=args.test_coefficient,
+                          rouge_stemming=resolve(meta, "rouge_stemming"), benchmark=args.benchmark)
+            page = out / write_page(partial, summary).name
+    except (MetaEvalError, OutputError) as exc:  # the library names the file and rows; one line, no traceback
         print(f"meta_eval: error: {exc}", file=sys.stderr)
         return 2
     print(summary["markdown"])

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from custom_metrics import registry
+from custom_metrics.outputs import OutputError
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.rescoring import Options, ScoreError, rescore, summary_text
 from lm_eval_tasks.results import ResultsError
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path, summary in rescore(args.samples, args.metrics, options):
             print(summary_text(path, summary))
-    except (ScoreError, ResultsError, JudgeError, SettingError) as exc:
+    except (ScoreError, ResultsError, JudgeError, SettingError, OutputError) as exc:
         print(f"rescore: error: {exc}", file=sys.stderr)
         return 2
     return 0

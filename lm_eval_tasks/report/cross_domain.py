@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from custom_metrics.cells import frame_csv
 from lm_eval_tasks import catalog
 from lm_eval_tasks.report.formats import fmt, markdown_table
 from custom_metrics.registry import display_scale as scale
@@ -327,9 +328,9 @@ def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: 
                         outline_diagonal=not (mask_diagonal and kind == "scores")))
                 except _plots.NothingToPlot as exc:
                     problems.append(f"{where}: {kind} heat map not drawn: {exc}")
-    pd.DataFrame(tidy, columns=["benchmark", "model", "metric", "source", "source_level", "target",
-                                "target_level", "value", "in_domain", "diff"]).to_csv(
-        out / "cross_domain.csv", index=False)
+    frame_csv(pd.DataFrame(tidy, columns=["benchmark", "model", "metric", "source", "source_level", "target",
+                                          "target_level", "value", "in_domain", "diff"]),
+              out / "cross_domain.csv", index=False)
     written.append(out / "cross_domain.csv")
     if problems:
         md += ["Notes:", *(f"- {p}" for p in problems), ""]

@@ -21,7 +21,6 @@ is its command line.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import AnalysisError
 from custom_metrics.analysis.stats.correlation import correlation_test
+from custom_metrics.cells import frame_csv
 from lm_eval_tasks import catalog
 from lm_eval_tasks.report.formats import fmt, markdown_table
 from lm_eval_tasks.results import load_results
@@ -154,8 +154,8 @@ def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path
     detail = correlation_runs(res.frame, stats, metric)
     avg = average(detail)
     out.mkdir(parents=True, exist_ok=True)
-    detail.to_csv(out / "correlations_detail.csv", index=False, quoting=csv.QUOTE_MINIMAL)
-    avg.to_csv(out / "correlations.csv", index=False)
+    frame_csv(detail, out / "correlations_detail.csv", index=False)
+    frame_csv(avg, out / "correlations.csv", index=False)
     md = to_markdown(avg, metric)
     notes = sorted({f"- {r.level}/{r.model}/{r.setting}: {r.note}"
                     for r in detail.itertuples() if r.note})

@@ -2,7 +2,9 @@
 
 Why here: every table the suite writes (the report, ``cross-domain``, ``correlate``)
 escapes the user's names (models, adapters, tasks) the same way, so no format can be
-broken by a ``|`` or an ``_`` in a name.
+broken by a ``|`` or an ``_`` in a name, and no CSV cell runs as a spreadsheet formula.
+Markdown and CSV cells are escaped by :mod:`custom_metrics.cells` (meta-eval's tables
+use it too); LaTeX is the report's alone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from custom_metrics.cells import markdown_table, md_escape, write_csv
+from custom_metrics.outputs import write_atomically
 
 
 def fmt(value: float, digits: int = 2) -> str:
@@ -25,23 +30,6 @@ def counted(n: int, noun: str, plural: str = "") -> str:
     """``n`` with ``noun`` in agreement: ``1 system``, ``2 systems``, ``0 systems``
     (``plural`` where adding an s is wrong)."""
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
-
-
-def md_escape(text: Any) -> str:
-    """A table cell's text made safe for a Markdown table: ``|`` would end the cell and a
-    line break the row. Backslashes right before a ``|`` are doubled, so the user's own
-    ``\\|`` cannot undo the escape; other backslashes are left as written."""
-    out = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", str(text))
-    return " ".join(out.splitlines())
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]],
-                   align: Sequence[str] | None = None) -> str:
-    """A Markdown table; every cell escaped (model, adapter and task names are the user's)."""
-    align = align or ["---"] + ["---:"] * (len(header) - 1)
-    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 _TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
@@ -71,16 +59,10 @@ def latex_table(header: Sequence[str], rows: Sequence[Sequence[str]], caption: s
 def write_table(out: Path, stem: str, header: Sequence[str], rows: Sequence[Sequence[str]],
                 caption: str = "") -> tuple[Path, Path, Path, str]:
     """Writes ``stem.csv``, ``stem.md`` and ``stem.tex``; returns them and the Markdown."""
-    import csv
-
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / f"{stem}.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
+    write_csv(out / f"{stem}.csv", header, rows)
     md = (f"{caption}\n\n" if caption else "") + markdown_table(header, rows)
-    (out / f"{stem}.md").write_text(md, encoding="utf-8")
-    (out / f"{stem}.tex").write_text(latex_table(header, rows, caption), encoding="utf-8")
+    write_atomically(out / f"{stem}.md", md)
+    write_atomically(out / f"{stem}.tex", latex_table(header, rows, caption))
     return out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.tex", md
 
 

@@ -9,7 +9,6 @@ the page needs no other file, no network and no script.
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import math
 import re
@@ -17,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from custom_metrics.cells import write_csv
 from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
@@ -69,17 +69,16 @@ def write_tables(out: Path, tables: Sequence[Table]) -> list[Path]:
 
 def write_scores_csv(path: Path, builder: Builder) -> Path:
     """Every (run, key) estimate in long form: the machine-readable twin of the tables."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["system", "base", "adapter", "trained_on", "benchmark", "subset", "task", "shots",
-                    "key", "value", "ci_low", "ci_high", "stderr", "n_documents", "results_file", "settings"])
-        for r in builder.runs.runs:
-            for key in sorted(r.values):
-                e = builder.est(r, key)
-                w.writerow([r.system.label, r.system.base, r.system.adapter or "", r.system.trained_on or "",
-                            r.benchmark, r.subset, r.task, r.shots, key, _num(e.value), _num(e.low),
-                            _num(e.high), _num(e.stderr), e.n, str(r.results_file), r.system.describe()])
+    header = ["system", "base", "adapter", "trained_on", "benchmark", "subset", "task", "shots",
+              "key", "value", "ci_low", "ci_high", "stderr", "n_documents", "results_file", "settings"]
+    rows = []
+    for r in builder.runs.runs:
+        for key in sorted(r.values):
+            e = builder.est(r, key)
+            rows.append([r.system.label, r.system.base, r.system.adapter or "", r.system.trained_on or "",
+                         r.benchmark, r.subset, r.task, r.shots, key, _num(e.value), _num(e.low),
+                         _num(e.high), _num(e.stderr), e.n, str(r.results_file), r.system.describe()])
+    write_csv(path, header, rows)
     return path
 
 

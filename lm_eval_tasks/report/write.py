@@ -29,14 +29,12 @@ folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.errors import SuiteError
+from custom_metrics.outputs import OutputExistsError, check_folder, output_folder, write_atomically
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
@@ -44,8 +42,9 @@ from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
 
 
-class ReportOutputError(SuiteError, FileExistsError):
-    """``--out`` holds a file, or an earlier report that was not to be replaced."""
+#: ``--out`` holds a file, or an earlier report that was not to be replaced, or another
+#: process is writing it (the name the report's callers know)
+ReportOutputError = OutputExistsError
 
 
 @dataclass
@@ -61,28 +60,18 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
     """The whole report of ``folders`` (``DIR`` or ``DIR=fine-tuned``; the ``fine_tuned``
     folders as ``DIR=fine-tuned``) into the folder ``out``.
 
-    Written beside ``out`` and then put in its place, so a report that fails midway leaves
-    nothing half-written. Raises :class:`ReportOutputError` (``out`` is a file, or holds
-    files and ``overwrite`` is false) and :class:`lm_eval_tasks.results.ResultsError`.
+    Written into a temporary folder beside ``out`` and then put in its place
+    (:func:`custom_metrics.outputs.output_folder`: permissions from the umask, one writer
+    at a time), so a report that fails midway leaves nothing half-written. Raises
+    :class:`ReportOutputError` (``out`` is a file, holds files and ``overwrite`` is
+    false, or another process is writing it), :class:`~custom_metrics.outputs.OutputError`
+    (disk full, permission denied) and :class:`lm_eval_tasks.results.ResultsError`.
     """
-    if out.exists() and not out.is_dir():
-        raise ReportOutputError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise ReportOutputError(f"{out} is not empty (an earlier report?); pass --overwrite to replace it, "
-                                f"or choose another --out")
+    check_folder(out, overwrite)  # before the runs are read: a refusal costs nothing
     runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
     builder = Builder(runs, options)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
-        written = _write(folders, runs, builder, partial, out, plots, progress)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    if out.exists():
-        shutil.rmtree(out)
-    partial.rename(out)
-    return written
+    with output_folder(out, overwrite) as partial:
+        return _write(folders, runs, builder, partial, out, plots, progress)
 
 
 def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final: Path, plots: bool,
@@ -101,9 +90,8 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     files = write_tables(out, tables)
     files.append(write_scores_csv(out / "scores.csv", builder))
     text = markdown(tables, figs, notes)
-    (out / "report.md").write_text(text, encoding="utf-8")
-    (out / "report.html").write_text(page(runs, tables, figs, notes, [str(f) for f in folders]),
-                                     encoding="utf-8")
+    write_atomically(out / "report.md", text)
+    write_atomically(out / "report.html", page(runs, tables, figs, notes, [str(f) for f in folders]))
     steps.update(1)
     steps.close()
     return Written(text, f"report: {final / 'report.html'} ({counted(len(tables), 'table')}, "

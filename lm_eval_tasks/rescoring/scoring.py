@@ -18,7 +18,7 @@ from custom_metrics import battery, model_cache, registry, secrets
 from custom_metrics.hf_models import ModelUnavailable
 from custom_metrics.registry import json_safe
 from lm_eval_tasks.catalog import UnknownTask, task_target
-from lm_eval_tasks.outputs import write_atomically
+from lm_eval_tasks.outputs import claim, write_atomically
 from lm_eval_tasks.rescoring.inputs import DOCUMENT_COLUMNS, read_input, target_of
 from lm_eval_tasks.rescoring.options import Options, ScoreError
 from lm_eval_tasks.rescoring.selection import (family_context, parse_metrics, preflight, reads_document,
@@ -216,10 +216,11 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
     scores_path, summary_path = output_paths(path, args.out)
     # the rows are texts and scores, written as they are (masking could alter a document's text)
     write_atomically(scores_path, "".join(json.dumps(json_safe(row), ensure_ascii=False) + "\n"
-                                          for row in per_sample))
+                                          for row in per_sample), replace=args.overwrite)
     summary["outputs"] = {"scores": str(scores_path), "summary": str(summary_path)}
     summary = secrets.mask_obj(json_safe(summary))
-    write_atomically(summary_path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_atomically(summary_path, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
+                     replace=args.overwrite)
     return summary
 
 
@@ -260,11 +261,14 @@ def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterat
     if args.bootstrap < 0:
         raise ScoreError("--bootstrap must be >= 0")
     check_outputs(paths, args.out, args.overwrite)
-    try:
-        for path in paths:
-            yield path, score_file(path, explicit, args)
-    finally:  # the inputs share their encoders: models are freed once, after the last input
-        model_cache.release()
+    # every output is claimed for the whole command: a second rescore into the same files
+    # refuses now, before it pays for any scoring, instead of replacing ours at the end
+    with claim(*(out for path in paths for out in output_paths(path, args.out))):
+        try:
+            for path in paths:
+                yield path, score_file(path, explicit, args)
+        finally:  # the inputs share their encoders: models are freed once, after the last input
+            model_cache.release()
 
 
 def summary_text(path: Path, summary: dict) -> str:

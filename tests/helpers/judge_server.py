@@ -32,7 +32,8 @@ Behaviour is scripted per request:
   size (``serialize`` is ``slots=1``).
 
 Every request is counted (``received``) and its JSON body kept (``bodies``), also
-those answered by a fault step; ``arrivals_in_flight`` records how many requests
+those answered by a fault step, and its path and ``Authorization`` header
+(``requests``); ``arrivals_in_flight`` records how many requests
 were at the server (this one included) when each arrived;
 ``latency_s`` delays each answer; the server stops itself after ``time_limit_s``
 so a hung test cannot keep it alive. Start and stop it as a context manager::
@@ -221,6 +222,8 @@ class StubJudgeServer:
     received: int = 0
     bodies: list[dict] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
+    #: (request path, Authorization header) of every POST, whatever its path
+    requests: list[tuple[str, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -255,6 +258,7 @@ class StubJudgeServer:
         with self._lock:
             self.received = 0
             self.bodies.clear()
+            self.requests.clear()
             self.statuses.clear()
             self.max_in_flight = 0
             self.arrivals_in_flight.clear()
@@ -431,6 +435,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server API)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        with self.stub._lock:
+            self.stub.requests.append((self.path, self.headers.get("Authorization")))
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, _error(404, f"unknown path {self.path}"))
             return

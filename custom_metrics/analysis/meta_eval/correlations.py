@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from custom_metrics.cells import frame_csv, markdown_table
+
 from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
 from custom_metrics.analysis.stats.levels import LEVELS, matrices, metric_matrix
 from custom_metrics.analysis.stats.table import correlation_table
@@ -93,13 +95,11 @@ def level_markdown(table: pd.DataFrame, level: str) -> list[str]:
     """One level's table: a row per metric, a column per coefficient (r [CI]), and n."""
     t = table[table["level"] == level]
     coefs = list(dict.fromkeys(t["coefficient"]))
-    lines = [f"### {LEVEL_NAMES.get(level, level)}", "",
-             "| metric | " + " | ".join(f"{c} r [95% CI]" for c in coefs) + " | n | excluded |",
-             "|---" * (len(coefs) + 3) + "|"]
-    for metric, g in t.groupby("metric", sort=False):
-        cells = [f"{_fmt(r['r'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" for _, r in g.iterrows()]
-        lines.append(f"| {metric} | " + " | ".join(cells) + f" | {g['n'].iloc[0]} | {g['excluded'].iloc[0]} |")
-    return lines + [""]
+    rows = [[metric, *(f"{_fmt(r['r'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" for _, r in g.iterrows()),
+             g["n"].iloc[0], g["excluded"].iloc[0]] for metric, g in t.groupby("metric", sort=False)]
+    table_md = markdown_table(["metric", *(f"{c} r [95% CI]" for c in coefs), "n", "excluded"], rows,
+                              ["---"] * (len(coefs) + 3))
+    return [f"### {LEVEL_NAMES.get(level, level)}", "", *table_md.splitlines(), ""]
 
 
 def significance_markdown(sig: pd.DataFrame, settings: dict[str, Any]) -> list[str]:
@@ -107,11 +107,10 @@ def significance_markdown(sig: pd.DataFrame, settings: dict[str, Any]) -> list[s
     what = (f"{settings['test']} test, {settings['coefficient']} at {settings['level']} level"
             + (f", {settings['resamples']} permutations of {settings['permuted']}" if settings["test"] == "permutation"
                else ""))
-    lines = [f"## Metric vs metric: p-value that both correlate equally with the human scores ({what})", "",
-             "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for a in names:
-        lines.append(f"| {a} | " + " | ".join("-" if a == b else _fmt(sig.loc[a, b]) for b in names) + " |")
-    return lines + [""]
+    rows = [[a, *("-" if a == b else _fmt(sig.loc[a, b]) for b in names)] for a in names]
+    table_md = markdown_table(["", *names], rows, ["---"] * (len(names) + 1))
+    return [f"## Metric vs metric: p-value that both correlate equally with the human scores ({what})", "",
+            *table_md.splitlines(), ""]
 
 
 def plot_matrix(matrix: pd.DataFrame, path: Path, level: str = MATRIX_LEVEL,
@@ -151,12 +150,12 @@ def write_correlations(out: Path, res: CorrelationResults) -> list[str]:
     """``correlations.csv`` (every row), ``correlations_<level>.csv``, ``significance.csv``
     and the metric matrix (CSV and PNG, named by level and coefficient) into ``out``;
     returns the Markdown sections."""
-    res.table.to_csv(out / "correlations.csv", index=False)
+    frame_csv(res.table, out / "correlations.csv", index=False)
     for level, t in res.levels().items():
-        t.to_csv(out / f"correlations_{level}.csv", index=False)
-    res.significance.to_csv(out / "significance.csv")
+        frame_csv(t, out / f"correlations_{level}.csv", index=False)
+    frame_csv(res.significance, out / "significance.csv")
     stem = matrix_stem()
-    res.matrix.to_csv(out / f"{stem}.csv")
+    frame_csv(res.matrix, out / f"{stem}.csv")
     plot_matrix(res.matrix, out / f"{stem}.png")
     boot = res.settings["bootstrap"]
     md = [f"## Metric vs human: every level and coefficient (percentile 95% CI from {boot['resamples']} "

@@ -9,7 +9,6 @@ the Markdown layout the command prints.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -19,45 +18,39 @@ import pandas as pd
 
 from custom_metrics.analysis.meta_eval.correlations import CorrelationResults, write_correlations
 from custom_metrics.analysis.meta_eval.tables import CONSENSUS
+from custom_metrics.cells import frame_csv, frame_markdown, markdown_table
+from custom_metrics.outputs import write_atomically
 
 
 def ratings_markdown(corr: pd.DataFrame, kappas: pd.DataFrame, sys_table: pd.DataFrame,
                      method: str = "spearman", level: str = "global", consensus: str = "mean",
                      alphas: pd.DataFrame | None = None) -> list[str]:
-    md = [f"## Per-system mean human ratings (consensus: {consensus})", "",
-          sys_table.round(3).to_markdown() if _has_tabulate() else sys_table.round(3).to_string(), "",
+    md = [f"## Per-system mean human ratings (consensus: {consensus})", "", frame_markdown(sys_table, 3),
           f"## Metric vs human ({method}, {level} level; {consensus} consensus of annotators)", ""]
     c = corr[(corr["annotator"] == CONSENSUS) & (corr["coefficient"] == method) & (corr["level"] == level)]
     aspects = sorted(c["aspect"].unique())
-    md.append("| metric | " + " | ".join(aspects) + " |")
-    md.append("|---" * (len(aspects) + 1) + "|")
+    rows = []
     for metric, g in c.groupby("metric", sort=False):
         cells = []
         for a in aspects:
             r = g[g["aspect"] == a].iloc[0]
             cells.append(f"{_fmt(r['r'])} [{_fmt(r['ci_low'], 2)}, {_fmt(r['ci_high'], 2)}] (n={r['n']})")
-        md.append(f"| {metric} | " + " | ".join(cells) + " |")
-    md += ["", "## Inter-annotator agreement (Cohen's kappa)", "",
-           "| aspect | annotators | items | kappa | quadratic kappa |", "|---|---|---|---|---|"]
-    for _, r in kappas.iterrows():
-        md.append(f"| {r['aspect']} | {r['annotator_a']} vs {r['annotator_b']} | {r['n_items']} | "
-                  f"{_fmt(r['kappa'])} | {_fmt(r['kappa_quadratic'])} |")
+        rows.append([metric, *cells])
+    md += [markdown_table(["metric", *aspects], rows, ["---"] * (len(aspects) + 1)),
+           "## Inter-annotator agreement (Cohen's kappa)", "",
+           markdown_table(["aspect", "annotators", "items", "kappa", "quadratic kappa"],
+                          [[r["aspect"], f"{r['annotator_a']} vs {r['annotator_b']}", r["n_items"], _fmt(r["kappa"]),
+                            _fmt(r["kappa_quadratic"])] for _, r in kappas.iterrows()], ["---"] * 5)]
     if alphas is not None and len(alphas):
-        md += ["", "## Inter-annotator agreement (Krippendorff's alpha, all annotators)", "",
-               "| aspect | annotators | items | alpha (interval) | alpha (ordinal) |", "|---|---|---|---|---|"]
-        for _, r in alphas.iterrows():
-            md.append(f"| {r['aspect']} | {r['annotators']} | {r['n_items']} | {_fmt(r['alpha_interval'])} | "
-                      f"{_fmt(r['alpha_ordinal'])} |")
+        md += ["## Inter-annotator agreement (Krippendorff's alpha, all annotators)", "",
+               markdown_table(["aspect", "annotators", "items", "alpha (interval)", "alpha (ordinal)"],
+                              [[r["aspect"], r["annotators"], r["n_items"], _fmt(r["alpha_interval"]),
+                                _fmt(r["alpha_ordinal"])] for _, r in alphas.iterrows()], ["---"] * 5)]
     return md
 
 
 def _fmt(v: float, digits: int = 3) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
-
-
-def _has_tabulate() -> bool:
-    """pandas' ``to_markdown`` needs tabulate; without it the tables print as plain text."""
-    return importlib.util.find_spec("tabulate") is not None
 
 
 def write_outputs(out: Path, summary: dict[str, Any], results: CorrelationResults, ranks: pd.DataFrame,
@@ -71,15 +64,15 @@ def write_outputs(out: Path, summary: dict[str, Any], results: CorrelationResult
     rating_md: list[str] = []
     if ratings is not None:
         corr, kappas, sys_table = ratings["human_correlations"], ratings["kappas"], ratings["system_ratings"]
-        corr.to_csv(out / "human_correlations.csv", index=False)
-        kappas.to_csv(out / "kappa.csv", index=False)
-        sys_table.to_csv(out / "system_ratings.csv")
+        frame_csv(corr, out / "human_correlations.csv", index=False)
+        frame_csv(kappas, out / "kappa.csv", index=False)
+        frame_csv(sys_table, out / "system_ratings.csv")
         alphas = ratings.get("alphas")
         if alphas is not None:
-            alphas.to_csv(out / "alpha.csv", index=False)
+            frame_csv(alphas, out / "alpha.csv", index=False)
         rating_md = ratings_markdown(corr, kappas, sys_table, consensus=summary.get("consensus") or "mean",
                                      alphas=alphas)
-    ranks.to_csv(out / "rankings.csv")
+    frame_csv(ranks, out / "rankings.csv")
     correlation_md = write_correlations(out, results)
     counts = summary["counts"]
     md = ["# Meta-evaluation", "", f"Input: `{summary['input']}` ({counts['format']}), {counts['rows']} "
@@ -88,15 +81,15 @@ def write_outputs(out: Path, summary: dict[str, Any], results: CorrelationResult
           f"empty summaries {counts.get('empty_summaries', 0)}, NaN human scores {counts['nan_human']}."
           + (f" Human score: {counts['human']}." if "human" in counts else ""), "",
           *correlation_md, "",
-          "## System rankings", "", ranks.round(4).to_markdown() if _has_tabulate() else ranks.round(4).to_string()]
+          "## System rankings", "", frame_markdown(ranks, 4).rstrip("\n")]
     if rating_md:
         md += ["", *rating_md]
     if "kappa" in summary:
         a, b = summary["kappa"]["annotators"]
         md += ["", f"Cohen's kappa ({a} vs {b}): {_fmt(summary['kappa']['kappa'])} "
                f"over {summary['kappa']['n_items']} items"]
-    (out / "meta_eval.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    write_atomically(out / "meta_eval.md", "\n".join(md) + "\n")
+    write_atomically(out / "summary.json", json.dumps(summary, indent=2, default=str))
     return "\n".join(md)
 
 
