@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lm_eval_tasks.report import write
 from lm_eval_tasks.report.tables import Options
-from lm_eval_tasks.report.write import ReportOutputError, write_report
+from lm_eval_tasks.report.write import NothingToReport, ReportOutputError, write_report
 from lm_eval_tasks.results import ResultsError
 
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned,
                                plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite)
-    except (ReportOutputError, ResultsError) as exc:
+    except (NothingToReport, ReportOutputError, ResultsError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2
     print(written.markdown)

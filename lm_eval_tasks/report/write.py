@@ -5,6 +5,10 @@ only) and writes into ``--out``:
 * ``report.md``: the same tables in Markdown;
 * ``tables/<name>.md|.csv|.tex``: each table for a paper;
 * ``scores.csv``: every run and key in long form (value, interval, stderr, documents);
+* ``comparisons.json``: every comparison the tables show, with its verdict (``a better``,
+  ``b better`` or ``no difference detected``), Δ and its 95 % interval, p and the
+  Holm-corrected p, the shared n and the minimum detectable difference; the page says
+  each in one sentence under its table;
 * ``figures/*.png``.
 
 Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 layouts
@@ -39,13 +43,19 @@ from typing import Any
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
-from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
+from lm_eval_tasks.report.page import Numbered, definitions, markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
+from lm_eval_tasks.results import parse_folder_spec
+from lm_eval_tasks.report.verdicts import in_order, verdicts, write_comparisons
 
 
 class ReportOutputError(SuiteError, FileExistsError):
     """``--out`` holds a file, or an earlier report that was not to be replaced."""
+
+
+class NothingToReport(SuiteError, FileNotFoundError):
+    """No folder given holds a suite task's results: an empty report would look like a finished one."""
 
 
 @dataclass
@@ -63,7 +73,8 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
 
     Written beside ``out`` and then put in its place, so a report that fails midway leaves
     nothing half-written. Raises :class:`ReportOutputError` (``out`` is a file, or holds
-    files and ``overwrite`` is false) and :class:`lm_eval_tasks.results.ResultsError`.
+    files and ``overwrite`` is false), :class:`NothingToReport` (no suite task's results in
+    ``folders``) and :class:`lm_eval_tasks.results.ResultsError`.
     """
     if out.exists() and not out.is_dir():
         raise ReportOutputError(f"--out {out} is a file; give a folder")
@@ -71,6 +82,11 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
         raise ReportOutputError(f"{out} is not empty (an earlier report?); pass --overwrite to replace it, "
                                 f"or choose another --out")
     runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
+    if not runs.runs:
+        missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
+        raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
+                              "no suite task with results in " + ", ".join(map(str, [*folders, *fine_tuned]))
+                              + " (give the folders lm_eval --output_path wrote)")
     builder = Builder(runs, options)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
@@ -96,13 +112,17 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)
     notes = list(dict.fromkeys([*runs.problems, *builder.notes]))  # each once, in order
-    if not runs.runs:
-        notes.append("no suite task with results in " + ", ".join(map(str, folders)))
     files = write_tables(out, tables)
     files.append(write_scores_csv(out / "scores.csv", builder))
-    text = markdown(tables, figs, notes)
+    ordered = in_order(verdicts(builder.shown), [t.name for t in tables])
+    files.append(write_comparisons(out / "comparisons.json", ordered))
+    numbered: Numbered = {}
+    for i, v in enumerate(ordered):
+        numbered.setdefault(v.table, []).append((i, v))
+    terms = definitions([k for b in runs.benchmarks() for k, _ in builder.headline(b)], bool(ordered))
+    text = markdown(tables, figs, notes, numbered, terms)
     (out / "report.md").write_text(text, encoding="utf-8")
-    (out / "report.html").write_text(page(runs, tables, figs, notes, [str(f) for f in folders]),
+    (out / "report.html").write_text(page(runs, tables, figs, notes, [str(f) for f in folders], numbered, terms),
                                      encoding="utf-8")
     steps.update(1)
     steps.close()

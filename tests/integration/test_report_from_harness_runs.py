@@ -10,8 +10,10 @@ here straight from the samples files.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -199,3 +201,74 @@ def test_html_is_self_contained_and_embeds_every_figure(report_runs):
     assert page.tables == md.count("\n| ---") + md.count("\n|---") + 1  # every table, plus the runs table
     for ext in ("md", "csv", "tex"):
         assert (out / "tables" / f"domainsum_settings.{ext}").is_file()
+
+
+def _holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment, written out here from its definition (Holm 1979)."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _side(label: str) -> str:
+    """The samples folder part of a run label such as ``tiny-b (2-shot)``."""
+    system = label.rsplit(" (", 1)[0]
+    return "samsum-lora" if system.endswith("+ samsum-lora") else system
+
+
+def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs):
+    """comparisons.json against the logged per-document scores: Δ, n, the interval holding Δ, p
+    against scipy's exact paired permutation test, Holm within each table and metric, the minimum
+    detectable difference from the per-document differences, the verdict, and the page's sentence."""
+    from scipy import stats as sps
+
+    out, runs = report_runs["out"], report_runs["runs"]
+    data = json.loads((out / "comparisons.json").read_text(encoding="utf-8"))
+    comparisons = data["comparisons"]
+    assert data["correction"] == "holm" and data["alpha"] == 0.05 and data["power"] == 0.8
+    # 0- vs 2-shot of 2 systems x 2 subsets, the adapter vs its base on SAMSum, and between systems:
+    # A, B and the adapter pairwise at 0-shot in 2 subsets, A and B at 2-shot in 2; 3 keys each
+    assert [c["table"] for c in comparisons[::3]] == ["domainsum_settings"] * 4 + ["domainsum_finetuned"] \
+        + ["significance"] * (3 * 2 + 2)
+    families: dict[tuple[str, str], list[int]] = {}
+    for i, c in enumerate(comparisons):
+        families.setdefault((c["table"], c["metric"]), []).append(i)
+        tasks = c["task"].split(" vs ")
+        fa, fb = _side(c["a"]), _side(c["b"])
+        la = _logged(runs, fa, tasks[0])
+        lb = _logged(runs, fb, tasks[-1])
+        docs = [d for d in la if d in lb]
+        xa, xb = [la[d][c["metric"]] for d in docs], [lb[d][c["metric"]] for d in docs]
+        stat = _geo if c["metric"] == "rouge_geo" else _mean
+        first, second = (xb, xa) if c["direction"] == "b-a" else (xa, xb)
+        delta = stat(first) - stat(second)
+        assert c["n"] == len(docs) == LIMIT
+        assert c["delta"] == pytest.approx(delta, abs=1e-12)
+        assert c["ci_low"] - 1e-12 <= c["delta"] <= c["ci_high"] + 1e-12
+        assert c["p"] == pytest.approx(_scipy_paired(first, second, stat), abs=1e-9)
+        assert c["smallest_possible_p"] == 2 / 2 ** LIMIT  # the exact test over 3 documents
+        if stat is _mean:
+            diff = np.asarray(first) - np.asarray(second)
+            t = sps.t.ppf(0.975, len(docs) - 1) + sps.t.ppf(0.8, len(docs) - 1)
+            assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
+        # 3 documents: p >= 0.25, so no verdict can name a winner
+        assert c["verdict"] == "no difference detected"
+    for (table, metric), members in families.items():
+        expected = _holm([comparisons[i]["p"] for i in members])
+        assert [comparisons[i]["p_corrected"] for i in members] == pytest.approx(expected)
+        assert all(comparisons[i]["family_size"] == len(members) for i in members)
+    text = (out / "report.html").read_text(encoding="utf-8")
+    said = {int(i): html.unescape(s) for i, s in re.findall(r'<li data-comparison="(\d+)">(.*?)</li>', text)}
+    assert sorted(said) == list(range(len(comparisons)))
+    for i, c in enumerate(comparisons):
+        s, k = said[i], 100.0
+        assert s.startswith(f"{c['task'].split('_')[1].split(' ')[0]}, ")
+        assert f"no difference detected between {c['a']} and {c['b']}." in s
+        assert f"= {c['delta'] * k:+.2f}, 95 % CI [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]" in s
+        assert f"p = {c['p']:.3f}, Holm-corrected p = {c['p_corrected']:.3f}" in s
+        assert f"n = {c['n']} shared documents" in s
+        assert s.endswith("Too few documents to detect any difference: with 3 the permutation test cannot "
+                          "give p below 0.250.")
