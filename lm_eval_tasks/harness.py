@@ -376,10 +376,12 @@ def run_cli(argv: list[str]) -> None:
     that only run suite tasks (``domsum run``, the demo, change amplitude, the
     cross-domain loop) skip that by asking the harness's ``TaskManager`` for the suite's
     include path alone (its ``include_defaults=False``). Everything after indexing is
-    the unmodified CLI. ``--include_path`` defaults to the suite's folder.
+    the unmodified CLI. ``--include_path`` defaults to the suite's folder. The harness's
+    commit probe runs quietly (:func:`_quiet_git_hash`).
     """
     import sys
 
+    from lm_eval import evaluator
     from lm_eval.__main__ import cli_evaluate
     from lm_eval.tasks import manager
 
@@ -396,8 +398,30 @@ def run_cli(argv: list[str]) -> None:
     if not any(a == "--include_path" or a.startswith("--include_path=") for a in argv):
         argv = [*argv, "--include_path", include_path()]
     manager.TaskManager.__init__ = suite_only  # type: ignore[method-assign]
+    probe, evaluator.get_git_commit_hash = evaluator.get_git_commit_hash, _quiet_git_hash
     sys.argv = ["lm_eval", *argv]
     try:
         cli_evaluate()
     finally:
         manager.TaskManager.__init__ = original  # type: ignore[method-assign]
+        evaluator.get_git_commit_hash = probe
+
+
+def _quiet_git_hash() -> str | None:
+    """lm-eval's ``get_git_commit_hash`` with git's stderr captured.
+
+    Why: the harness runs ``git describe --always`` with stderr inherited, so a run from
+    any folder that is not a git checkout (``domsum demo``, a user's project) printed
+    ``fatal: not a git repository``. Same answer as the harness's: the commit, or its
+    fallback of the working folder's ``.git`` files, or None.
+    """
+    import os
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        return subprocess.run(["git", "describe", "--always"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
