@@ -272,3 +272,47 @@ def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs)
         assert f"n = {c['n']} shared documents" in s
         assert s.endswith("Too few documents to detect any difference: with 3 the permutation test cannot "
                           "give p below 0.250.")
+
+
+def test_rescore_keeps_the_encoder_and_stemming_the_run_recorded(report_runs, tmp_path):
+    """The run scored BERTScore with MiniLM at layer 6 (its --metadata); re-scoring its samples
+    with no flag takes them from the results file (the suite's default, roberta-large, is not
+    even on this machine), says so, and gives the logged per-document numbers back. A flag
+    still wins, and the command says it kept the flag."""
+    a_name = Path(report_runs["a"]).name
+    [samples] = [p for p in report_runs["runs"].glob("*/samples_domainsum_cnndm_[0-9][0-9][0-9][0-9]-*.jsonl")
+                 if a_name in p.parent.name]
+    logged = _logged(report_runs["runs"], a_name, "domainsum_cnndm")
+    proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics",
+                           "rouge,bertscore", "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "a")],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if "settings the run recorded" in x)
+    [results] = samples.parent.glob("results_" + samples.stem.rsplit("_", 1)[-1] + ".json")
+    used = json.loads(results.read_text())["configs"]["domainsum_cnndm"]["metadata"]["bertscore_model_used"]
+    assert f"({results.name}), taken: " in line and f"bertscore_model={used}" in line
+    assert "bertscore_layers=6" in line and "rouge_stemming=False" in line
+    rows = [json.loads(x) for x in (tmp_path / "a" / f"{samples.stem}.scores.jsonl").read_text().splitlines()]
+    for row in rows:
+        for key in ("bertscore_f1", "rouge1", "rougeL"):
+            assert row[key] == pytest.approx(logged[row["id"]][key], abs=1e-6), (key, row["id"])
+    flagged = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics", "rouge",
+                              "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "b"), "--metadata",
+                              '{"rouge_stemming": true}'],
+                             cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert flagged.returncode == 0, flagged.stderr[-3000:]
+    assert "given by flags instead: rouge_stemming=True" in flagged.stdout
+    summary = json.loads((tmp_path / "b" / f"{samples.stem}.summary.json").read_text())
+    assert summary["settings_from_run"]["kept_from_flags"] == {"rouge_stemming": True}
+    assert summary["record"]["rouge_stemming"] is True
+
+
+def test_rescore_refuses_a_prediction_table_without_task_or_benchmark(tmp_path):
+    table = tmp_path / "preds.csv"
+    table.write_text("prediction,reference\nthe cat sat,a cat sat\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(table), "--metrics", "rouge",
+                           "--no-progress"], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=300)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "no --task or --benchmark" in err and "none is guessed" in err
+    assert not list(tmp_path.glob("*.summary.json"))
