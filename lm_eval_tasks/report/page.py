@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -197,6 +198,20 @@ def written_at() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def provenance(run) -> tuple[str, str, str]:
+    """(``--limit``, where the documents came from, the split demonstrations were drawn from) of
+    a run, as its results file recorded them: a paper's two-shot numbers need the paper's pool,
+    and a limited run is not the full test set."""
+    try:
+        limit = (json.loads(run.results_file.read_text(encoding="utf-8")).get("config") or {}).get("limit")
+    except (OSError, ValueError):
+        limit = None
+    pool = run.record.get("demo_pool") if run.shots else None
+    return ("none" if limit is None else f"{limit:g}" if isinstance(limit, (int, float)) else str(limit),
+            str(run.record.get("data_source") or run.record.get("data_dir") or "not recorded"),
+            str(pool or ("—" if not run.shots else "not recorded")))
+
+
 def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str],
          verdicts: Numbered | None = None, terms: Sequence[tuple[str, str]] = ()) -> str:
     """The self-contained HTML report."""
@@ -208,7 +223,7 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
     run_rows = "".join(
         "<tr>" + "".join(_td(c) for c in (
             r.system.label, r.system.describe() or "—", r.task, r.setting, len(r.samples) or "n/a",
-            r.results_file.name)) + "</tr>"
+            *provenance(r), r.results_file.name)) + "</tr>"
         for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
     figures = "".join(figure_html(f) for f in figs.drawn)
     all_notes = [*notes, *figs.skipped]
@@ -228,7 +243,7 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 system instruction, generation, prompt budgets, judge); its settings are those it was run with beyond the
 defaults.</p>
 <div class="scroll"><table><thead><tr><th>System</th><th>Settings</th><th>Task</th><th>Setting</th>
-<th>Documents</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
+<th>Documents</th><th>--limit</th><th>Document set</th><th>Demonstration pool</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
  if all_notes else ""}""")
 

@@ -316,3 +316,20 @@ def test_rescore_refuses_a_prediction_table_without_task_or_benchmark(tmp_path):
     err = proc.stderr.strip()
     assert proc.returncode == 2 and "\n" not in err and "no --task or --benchmark" in err and "none is guessed" in err
     assert not list(tmp_path.glob("*.summary.json"))
+
+
+def test_the_runs_table_shows_limit_document_set_and_demonstration_pool(report_runs):
+    """Provenance from each results file: --limit, where the documents came from and, for a
+    two-shot run, the split its demonstrations were drawn from (a mirror without the paper's
+    pool falls back to another split, and only this column shows it)."""
+    text = (report_runs["out"] / "report.html").read_text(encoding="utf-8")
+    section = text[text.index('<h2 id="runs">'):]
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(<td.*?)</tr>", section)]
+    assert len(rows) == 10
+    for system, _settings, task, _setting, n, limit, source, pool, results_name in rows:
+        [results] = [p for p in report_runs["runs"].glob(f"*/{results_name}")
+                     if task in json.loads(p.read_text())["configs"]]
+        meta = json.loads(results.read_text())["configs"][task]["metadata"]
+        assert (n, limit) == (str(LIMIT), str(LIMIT)) and source == str(meta.get("data_source") or meta["data_dir"])
+        assert pool == (str(meta["demo_pool"]) if task.endswith("_2shot") else "—")
