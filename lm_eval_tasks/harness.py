@@ -466,10 +466,15 @@ def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool
     start, parses the YAML of all its 14,755 built-in tasks (about 4.5 s on two cores)
     before it loads a model. Here its ``TaskManager`` gets every folder, and the harness's
     tasks only when a requested name needs them (:func:`needs_harness_tasks`). Everything
-    after indexing is the unmodified CLI.
+    after indexing is the unmodified CLI; its commit probe runs quietly (no stray ``fatal:``
+    line outside a git checkout, :mod:`~lm_eval_tasks.harness_parts.git_probe`).
     """
+    from lm_eval import evaluator
     from lm_eval.__main__ import cli_evaluate
+    from lm_eval.loggers.utils import get_commit_from_path
     from lm_eval.tasks import manager
+
+    from lm_eval_tasks.harness_parts.git_probe import quiet_git_hash
 
     argv, given = split_include_paths(argv)
     paths = _index_paths([*folders, *given])
@@ -482,8 +487,10 @@ def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool
 
     argv = [*argv, "--include_path", paths[0]]  # what the CLI logs; the index gets every folder
     manager.TaskManager.__init__ = with_folders  # type: ignore[method-assign]
+    probe, evaluator.get_git_commit_hash = evaluator.get_git_commit_hash, lambda: quiet_git_hash(get_commit_from_path)
     sys.argv = ["lm_eval", *argv]
     try:
         cli_evaluate()
     finally:
         manager.TaskManager.__init__ = original  # type: ignore[method-assign]
+        evaluator.get_git_commit_hash = probe

@@ -13,7 +13,7 @@ from pathlib import Path
 from custom_metrics.outputs import OutputError
 from lm_eval_tasks.report import write
 from lm_eval_tasks.report.tables import Options
-from lm_eval_tasks.report.write import write_report
+from lm_eval_tasks.report.write import NothingToReport, write_report
 from lm_eval_tasks.results import ResultsError
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned,
                                plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite)
-    except (OutputError, ResultsError) as exc:
+    except (NothingToReport, OutputError, ResultsError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2
     print(written.markdown)

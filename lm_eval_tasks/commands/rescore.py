@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, help="score only the first N samples")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr) while scoring")
     g = ap.add_argument_group("BERTScore")
-    g.add_argument("--bertscore-model", help="encoder (default: DOMSUM_BERTSCORE_MODEL, else roberta-large)")
+    g.add_argument("--bertscore-model", help="encoder (default: the one a samples file's run recorded, else "
+                                                "DOMSUM_BERTSCORE_MODEL, else roberta-large)")
     g.add_argument("--bertscore-layers", type=int)
     g.add_argument("--bertscore-batch-size", type=int, help="default 64")
     g = ap.add_argument_group("DVO")

@@ -138,10 +138,26 @@ class CorrelationReport:
     problems: list[str] = field(default_factory=list)
 
 
+def system_labels(frame: pd.DataFrame, folders: Sequence[str]) -> list[str]:
+    """Each row's system label, as the report names it (``SmolLM2-135M-Instruct (chat)``,
+    ``M + samsum-lora``), for the frame's model column, which holds output folder names
+    (``__tmp__...__tiny-gpt2``). A group's row (no run of its own) takes the label of its
+    results file's runs; a row of no known run keeps its folder name."""
+    from lm_eval_tasks.report.runs import load_runs
+
+    runs = load_runs(folders, with_samples=False).runs
+    labels = {(str(r.results_file), r.task): r.system.label for r in runs}
+    by_file = {str(r.results_file): r.system.label for r in reversed(runs)}
+    return [labels.get((src, task), by_file.get(src, model))
+            for src, task, model in zip(frame["source"], frame["task"], frame["model"])]
+
+
 def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path, metric: str = "rouge_geo",
                        fine_tuned: Sequence[str] = ()) -> CorrelationReport:
     """Table 4 from result folders and domain statistics, written into ``out``."""
     res = load_results(folders, fine_tuned=fine_tuned)
+    if not res.frame.empty:
+        res.frame["model"] = system_labels(res.frame, [*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
     stats = load_stats(stats_path)
     if res.frame.empty or not (res.frame["metric"] == metric).any():
         res.problems.append(f"no '{metric}' values in the result folders")
@@ -166,4 +182,4 @@ def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path
 
 
 __all__ = ["MEASURES", "CorrelationReport", "average", "correlate", "correlation_runs", "load_stats", "mark",
-           "to_markdown", "write_correlations"]
+           "system_labels", "to_markdown", "write_correlations"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
+from lm_eval_tasks.report.verdicts import ALPHA, POWER, Verdict
 
 STYLE = """
 *,*::before,*::after{box-sizing:border-box}
@@ -41,7 +43,8 @@ td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wr
 td:first-child,th:first-child{text-align:left}
 tr:first-child th{border-top:0}tr>:first-child{border-left:0}tr>:last-child{border-right:0}
 tr:last-child td{border-bottom:0}
-td.sig{font-weight:600;color:#0a6b2d}
+ol.verdicts{font-size:.9rem;max-width:70rem;padding-left:1.6rem}ol.verdicts li{margin:.15rem 0}
+dl.defs{font-size:.9rem;max-width:70rem}dl.defs dt{font-weight:600;margin-top:.4rem}dl.defs dd{margin:0 0 0 1.2rem}
 .caption{color:#57606a;font-size:.85rem;max-width:70rem}
 figure{margin:1.2rem 1rem 1.2rem 0;display:inline-block;vertical-align:top;max-width:calc(100% - 1rem)}
 figure img{max-width:100%;height:auto;border:1px solid #eaeef2}
@@ -86,14 +89,24 @@ def _num(v: float | None) -> str:
     return "" if v is None or not math.isfinite(v) else repr(float(v))
 
 
-def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str]) -> str:
+#: (index in comparisons.json, verdict) of each table, by table name
+Numbered = dict[str, list[tuple[int, Verdict]]]
+
+
+def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str], verdicts: Numbered | None = None,
+             definitions: Sequence[tuple[str, str]] = ()) -> str:
     parts = ["# Evaluation report\n"]
+    if definitions:
+        parts += ["## Definitions\n", *(f"- **{term}**: {text}" for term, text in definitions), ""]
     for t in tables:
         parts.append(f"## {t.title}\n")
         if t.caption:
             parts.append(t.caption + "\n")
         parts.append(markdown_table(t.header, t.rows))
         parts += [f"- {n}" for n in t.notes]
+        found = (verdicts or {}).get(t.name, [])
+        if found:
+            parts += ["", "Verdicts:", ""] + [f"{i}. {v.sentence()}" for i, v in found]
         parts.append("")
     if figs.drawn:
         parts.append("## Figures\n")
@@ -105,25 +118,52 @@ def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str]) -> st
     return "\n".join(parts) + "\n"
 
 
-def _td(text: object, header: str = "") -> str:
-    """One cell: a significant p-value marked; long words (a system's name) may wrap, numbers may not."""
+def _td(text: object) -> str:
+    """One cell: long words (a system's name) may wrap, numbers may not."""
     c = str(text)
-    cls = (' class="sig"' if (header == "p" or header.startswith("p (")) and c.endswith("*")
-           else ' class="t"' if len(c) > WRAP_CHARS and _WORDS.search(c) else "")
+    cls = ' class="t"' if len(c) > WRAP_CHARS and _WORDS.search(c) else ""
     return f"<td{cls}>{html.escape(c)}</td>"
 
 
 
-def table_html(t: Table) -> str:
+def table_html(t: Table, verdicts: Sequence[tuple[int, Verdict]] = ()) -> str:
     """One table as HTML: a titled, anchored heading, caption, the table in a horizontal
-    scroller (wide tables never hide columns), and its notes; significant p cells bold."""
+    scroller (wide tables never hide columns), its notes, and one sentence per comparison
+    it shows (``data-comparison``: the comparison's index in ``comparisons.json``)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-    body = ["<tr>" + "".join(_td(c, h) for h, c in zip(t.header, row)) + "</tr>" for row in t.rows]
+    body = ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows]
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in t.notes)
+    said = "".join(f'<li data-comparison="{i}">{html.escape(v.sentence())}</li>' for i, v in verdicts)
     return (f'<h3 id="{html.escape(t.name)}">{html.escape(t.title)}</h3>'
             + (f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else "")
             + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-            + (f'<ul class="notes">{notes}</ul>' if notes else ""))
+            + (f'<ul class="notes">{notes}</ul>' if notes else "")
+            + (f'<p class="caption">Verdicts:</p><ol class="verdicts">{said}</ol>' if said else ""))
+
+
+def definitions(keys: Sequence[str], shown: bool) -> list[tuple[str, str]]:
+    """(term, definition) of every column a table heads with a metric's name (from the metric
+    records), and of Δ, p and the verdicts when the report compares anything."""
+    from custom_metrics import registry
+
+    out = []
+    for key in dict.fromkeys(keys):
+        record = registry.key(key)
+        if record is not None:
+            scaled = f"; shown x{record.scale:g}" if record.scale != 1 else ""
+            direction = "higher is better" if record.higher_is_better else "lower is better"
+            out.append((record.label, f"{record.description} (key {key}{scaled}; {direction})"))
+    if shown:
+        out += [("Δ", "the difference of the two compared runs on the documents both logged, in the "
+                      "direction its heading states, with a 95 % paired bootstrap interval"),
+                ("Verdict", f"a side is better when the Holm-corrected p is below {ALPHA} and the interval of Δ "
+                            "excludes 0; else no difference detected. Holm-Bonferroni corrects over the "
+                            "comparisons of one metric in one table. The minimum detectable difference is the "
+                            f"smallest true Δ found with {POWER:.0%} power at α = {ALPHA} two-sided with this "
+                            "n: (t(1−α/2, n−1) + t(power, n−1)) × SE, SE = SD of the per-document "
+                            "differences / √n (for a corpus metric such as ROUGE, the paired bootstrap's SD "
+                            "of Δ). Every comparison is in comparisons.json.")]
+    return out
 
 
 def figure_html(f: Figure) -> str:
@@ -157,15 +197,32 @@ def written_at() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str]) -> str:
+def provenance(run) -> tuple[str, str, str]:
+    """(``--limit``, where the documents came from, the split demonstrations were drawn from) of
+    a run, as its results file recorded them: a paper's two-shot numbers need the paper's pool,
+    and a limited run is not the full test set."""
+    try:
+        limit = (json.loads(run.results_file.read_text(encoding="utf-8")).get("config") or {}).get("limit")
+    except (OSError, ValueError):
+        limit = None
+    pool = run.record.get("demo_pool") if run.shots else None
+    return ("none" if limit is None else f"{limit:g}" if isinstance(limit, (int, float)) else str(limit),
+            str(run.record.get("data_source") or run.record.get("data_dir") or "not recorded"),
+            str(pool or ("—" if not run.shots else "not recorded")))
+
+
+def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str],
+         verdicts: Numbered | None = None, terms: Sequence[tuple[str, str]] = ()) -> str:
     """The self-contained HTML report."""
     when = written_at()
     systems = sorted({r.system.label for r in runs.runs})
-    toc = toc_html([(t.name, t.title) for t in tables] + [("figures", "Figures"), ("runs", "Runs")])
+    toc = toc_html(([("definitions", "Definitions")] if terms else []) + [(t.name, t.title) for t in tables]
+                   + [("figures", "Figures"), ("runs", "Runs")])
+    defs = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in terms)
     run_rows = "".join(
         "<tr>" + "".join(_td(c) for c in (
             r.system.label, r.system.describe() or "—", r.task, r.setting, len(r.samples) or "n/a",
-            r.results_file.name)) + "</tr>"
+            *provenance(r), r.results_file.name)) + "</tr>"
         for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)))
     figures = "".join(figure_html(f) for f in figs.drawn)
     all_notes = [*notes, *figs.skipped]
@@ -174,8 +231,10 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 ({html.escape(", ".join(systems))}) from
 {html.escape(", ".join(sources))}; written {when} by <code>domsum report</code>.</p>
 {toc}
+{f'<h2 id="definitions">Definitions</h2><dl class="defs">{defs}</dl>' if terms else ""}
 <h2>Tables</h2>
-{"".join(table_html(t) for t in tables) or "<p>No suite task found in the given folders.</p>"}
+{"".join(table_html(t, (verdicts or {}).get(t.name, [])) for t in tables)
+ or "<p>No suite task found in the given folders.</p>"}
 <h2 id="figures">Figures</h2>
 {figures or "<p>No figure had anything to show.</p>"}
 <h2 id="runs">Runs</h2>
@@ -183,10 +242,10 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 system instruction, generation, prompt budgets, judge); its settings are those it was run with beyond the
 defaults.</p>
 <div class="scroll"><table><thead><tr><th>System</th><th>Settings</th><th>Task</th><th>Setting</th>
-<th>Documents</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
+<th>Documents</th><th>--limit</th><th>Document set</th><th>Demonstration pool</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
  if all_notes else ""}""")
 
 
-__all__ = ["STYLE", "document", "figure_html", "markdown", "page", "table_html", "toc_html", "write_scores_csv",
+__all__ = ["Numbered", "STYLE", "definitions", "document", "figure_html", "markdown", "page", "table_html", "toc_html", "write_scores_csv",
            "write_tables", "written_at"]

@@ -20,7 +20,8 @@ import numpy as np
 
 from custom_metrics import registry
 from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
-from custom_metrics.analysis.stats.significance import TESTS, PairedResult
+from custom_metrics.analysis.stats.significance import (TESTS, PairedResult, min_detectable_difference,
+                                                        paired_interval)
 from lm_eval_tasks.report.runs import Run
 
 #: relative difference between the reported value and the one refolded from the samples
@@ -118,7 +119,8 @@ def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: fl
 
 @dataclass(frozen=True)
 class Comparison:
-    """A paired test of one key between two runs on the documents they share."""
+    """A paired test of one key between two runs on the documents they share: ``S(a) - S(b)``,
+    its p-value, its paired bootstrap interval and the smallest difference findable at its n."""
 
     a: Run
     b: Run
@@ -126,6 +128,10 @@ class Comparison:
     result: PairedResult
     #: the documents compared (both runs scored them), in ``a``'s order
     docs: tuple[str, ...] = ()
+    #: 95 % paired percentile bootstrap interval of ``S(a) - S(b)`` (NaN without resamples)
+    interval: tuple[float, float] = (math.nan, math.nan)
+    #: minimum detectable difference (alpha 0.05 two-sided, 80 % power) at this n
+    mdd: float = math.nan
 
     @property
     def shared(self) -> int:
@@ -133,8 +139,9 @@ class Comparison:
 
 
 def paired(a: Run, b: Run, key: str, test: str = "permutation", n_resamples: int = 10_000,
-           seed: int = 1234) -> Comparison | None:
-    """``S(a) - S(b)`` on the documents both runs scored, with its p-value (None: no shared documents)."""
+           seed: int = 1234, n_boot: int = 1000, alpha: float = 0.05) -> Comparison | None:
+    """``S(a) - S(b)`` on the documents both runs scored, with its p-value, interval and minimum
+    detectable difference (:mod:`custom_metrics.analysis.stats.significance`; None: no shared documents)."""
     pa, pb = a.per_doc(key), b.per_doc(key)
     shared = [d for d in pa if d in pb]
     if not shared:
@@ -151,7 +158,9 @@ def paired(a: Run, b: Run, key: str, test: str = "permutation", n_resamples: int
             return None
     xa = _values([pa[d] for d in shared], how)
     xb = _values([pb[d] for d in shared], how)
-    return Comparison(a, b, key, TESTS[test](xa, xb, stat, n_resamples, seed), tuple(shared))
+    low, high, se = paired_interval(xa, xb, stat, n_boot, seed, alpha)
+    return Comparison(a, b, key, TESTS[test](xa, xb, stat, n_resamples, seed), tuple(shared), (low, high),
+                      min_detectable_difference(se, len(shared), alpha))
 
 
 __all__ = ["AGREEMENT_TOLERANCE", "Comparison", "Estimate", "aggregation_of", "estimate", "fold",

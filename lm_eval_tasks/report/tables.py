@@ -40,6 +40,7 @@ from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents
 from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
+from lm_eval_tasks.report.verdicts import VERDICT_CAPTION, p_text
 
 #: the keys each benchmark's paper tables print (ordered); column names are the keys' display
 #: names (:func:`custom_metrics.registry.display_name`)
@@ -83,6 +84,8 @@ class Builder:
         self._est: dict[tuple[int, str], Estimate] = {}
         self._cmp: dict[tuple[int, int, str], Comparison | None] = {}
         self.notes: list[str] = []
+        #: the table being built, and every comparison each table shows (report/verdicts.py)
+        self.section, self.shown = "", {}
 
     # ------------------------------------------------------------ numbers
 
@@ -101,7 +104,9 @@ class Builder:
     def compare(self, a: Run, b: Run, key: str) -> Comparison | None:
         k = (id(a), id(b), key)
         if k not in self._cmp:
-            self._cmp[k] = paired(a, b, key, self.opt.test, self.opt.resamples, self.opt.seed)
+            self._cmp[k] = paired(a, b, key, self.opt.test, self.opt.resamples, self.opt.seed, self.opt.n_boot)
+        if self._cmp[k] is not None:
+            self.shown.setdefault(self.section, {})[k] = self._cmp[k]
         return self._cmp[k]
 
     def note(self, text: str) -> None:
@@ -204,7 +209,7 @@ class Builder:
         compares one system across shots only, never a chat run with a plain one.
         """
         base = [r for r in self.runs.of(benchmark) if not r.system.fine_tuned and not r.spec.variant]
-        shots = sorted({r.shots for r in base})
+        shots, self.section = sorted({r.shots for r in base}), f"{benchmark}_settings"
         if len(shots) < 2:
             return None
         first, other = shots[0], shots[1:]
@@ -259,7 +264,7 @@ class Builder:
 
     def finetuned(self, benchmark: str) -> Table | None:
         """Each fine-tuned system beside the model it was tuned from (DomainSum Table 3)."""
-        tuned = [r for r in self.runs.of(benchmark) if r.system.fine_tuned]
+        tuned, self.section = [r for r in self.runs.of(benchmark) if r.system.fine_tuned], f"{benchmark}_finetuned"
         if not tuned:
             return None
         keys = self.headline(benchmark)
@@ -340,7 +345,7 @@ class Builder:
     def significance(self) -> Table | None:
         header = ["Benchmark", "Subset", "Key", "A", "B", "A score", "B score", "A − B", "p", "n shared",
                   "n A", "n B"]
-        rows, notes = [], []
+        rows, notes, self.section = [], [], "significance"
         for benchmark in self.runs.benchmarks():
             runs = [r for r in self.runs.of(benchmark) if r.samples]
             for subset in subsets_of(runs, benchmark):
@@ -375,7 +380,7 @@ class Builder:
                      "and setting",
                      header, rows, caption="A score, B score: each system on the n shared documents both "
                      "logged (n A, n B: the documents each logged); A − B and p on the same documents. "
-                     + test_caption(self.opt) + f" * marks p < {ALPHA}.", notes=notes)
+                     + test_caption(self.opt) + " " + VERDICT_CAPTION, notes=notes)
 
     def all(self) -> list[Table]:
         tables: list[Table | None] = []
@@ -424,18 +429,14 @@ def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
     return out
 
 
-def p_text(p: float) -> str:
-    if not math.isfinite(p):
-        return "n/a"
-    return (f"{p:.3f}" if p >= 0.001 else "<0.001") + ("*" if p < ALPHA else "")
-
-
 def pair_caption() -> str:
     return ("Scores beside a Δ are on the documents both compared runs logged (n shared), so Δ is "
             "their difference; a run's own document count is its n, and a comparison on fewer "
             "documents than a run logged is listed below the table. A score without a Δ is on the "
-            "run's own documents. A system is a model with all its settings: runs that differ in "
-            "any setting besides shots are never compared here.")
+            "run's own documents. A row is one system (a model with all its settings) across shots, or "
+            "a fine-tuned system beside its base; systems that differ in other settings (a chat "
+            "template, a budget) are compared with each other in the significance table. "
+            + VERDICT_CAPTION)
 
 
 def ci_caption(opt: Options) -> str:
@@ -491,4 +492,4 @@ def base_label_of(runs: Runs, identity: tuple) -> str:
 
 
 __all__ = ["ALPHA", "Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of",
-           "cross_domain_groups", "p_text"]
+           "cross_domain_groups"]

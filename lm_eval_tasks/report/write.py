@@ -5,6 +5,10 @@ only) and writes into ``--out``:
 * ``report.md``: the same tables in Markdown;
 * ``tables/<name>.md|.csv|.tex``: each table for a paper;
 * ``scores.csv``: every run and key in long form (value, interval, stderr, documents);
+* ``comparisons.json``: every comparison the tables show, with its verdict (``a better``,
+  ``b better`` or ``no difference detected``), Δ and its 95 % interval, p and the
+  Holm-corrected p, the shared n and the minimum detectable difference; the page says
+  each in one sentence under its table;
 * ``figures/*.png``.
 
 Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 layouts
@@ -34,17 +38,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.outputs import OutputExistsError, check_folder, output_folder, write_atomically
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
-from lm_eval_tasks.report.page import markdown, page, write_scores_csv, write_tables
+from lm_eval_tasks.report.page import Numbered, definitions, markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
+from lm_eval_tasks.results import parse_folder_spec
+from lm_eval_tasks.report.verdicts import in_order, verdicts, write_comparisons
 
 
 #: ``--out`` holds a file, or an earlier report that was not to be replaced, or another
 #: process is writing it (the name the report's callers know)
 ReportOutputError = OutputExistsError
+
+
+class NothingToReport(SuiteError, FileNotFoundError):
+    """No folder given holds a suite task's results: an empty report would look like a finished one."""
 
 
 @dataclass
@@ -65,10 +76,16 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
     at a time), so a report that fails midway leaves nothing half-written. Raises
     :class:`ReportOutputError` (``out`` is a file, holds files and ``overwrite`` is
     false, or another process is writing it), :class:`~custom_metrics.outputs.OutputError`
-    (disk full, permission denied) and :class:`lm_eval_tasks.results.ResultsError`.
+    (disk full, permission denied), :class:`NothingToReport` (no suite task's results in
+    ``folders``) and :class:`lm_eval_tasks.results.ResultsError`.
     """
     check_folder(out, overwrite)  # before the runs are read: a refusal costs nothing
     runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
+    if not runs.runs:
+        missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
+        raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
+                              "no suite task with results in " + ", ".join(map(str, [*folders, *fine_tuned]))
+                              + " (give the folders lm_eval --output_path wrote)")
     builder = Builder(runs, options)
     with output_folder(out, overwrite) as partial:
         return _write(folders, runs, builder, partial, out, plots, progress)
@@ -85,13 +102,17 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)
     notes = list(dict.fromkeys([*runs.problems, *builder.notes]))  # each once, in order
-    if not runs.runs:
-        notes.append("no suite task with results in " + ", ".join(map(str, folders)))
     files = write_tables(out, tables)
     files.append(write_scores_csv(out / "scores.csv", builder))
-    text = markdown(tables, figs, notes)
+    ordered = in_order(verdicts(builder.shown), [t.name for t in tables])
+    files.append(write_comparisons(out / "comparisons.json", ordered))
+    numbered: Numbered = {}
+    for i, v in enumerate(ordered):
+        numbered.setdefault(v.table, []).append((i, v))
+    terms = definitions([k for b in runs.benchmarks() for k, _ in builder.headline(b)], bool(ordered))
+    text = markdown(tables, figs, notes, numbered, terms)
     write_atomically(out / "report.md", text)
-    write_atomically(out / "report.html", page(runs, tables, figs, notes, [str(f) for f in folders]))
+    write_atomically(out / "report.html", page(runs, tables, figs, notes, [str(f) for f in folders], numbered, terms))
     steps.update(1)
     steps.close()
     return Written(text, f"report: {final / 'report.html'} ({counted(len(tables), 'table')}, "

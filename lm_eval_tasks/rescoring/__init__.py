@@ -62,10 +62,11 @@ Progress bars (one per family: ROUGE and DVO per document, BERTScore per encoder
 judge requests) go to stderr; ``--no-progress`` or ``DOMSUM_PROGRESS=0`` turns them off.
 
 The task is looked up in the task catalogue for its benchmark and domain
-(``--benchmark`` / ``--domain`` override them; an input of no suite task needs them
-only for DVO's vocabulary and the judge's domain). Every setting (flags, then
-``--metadata``, then the environment) is resolved by :mod:`lm_eval_tasks.settings`, as
-in a harness run.
+(``--benchmark`` / ``--domain`` override them). A table of predictions with neither
+``--task`` nor ``--benchmark`` is refused: the benchmarks' ROUGE conventions differ and
+none is guessed. Every setting (flags, then ``--metadata``, then for a samples file the
+settings its run recorded (:mod:`~lm_eval_tasks.rescoring.recorded`), then the
+environment) is resolved by :mod:`lm_eval_tasks.settings`, as in a harness run.
 """
 
 from lm_eval_tasks.rescoring.options import Options, ScoreError

@@ -7,6 +7,7 @@ the same predictions reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -21,6 +22,7 @@ from lm_eval_tasks.catalog import UnknownTask, task_target
 from lm_eval_tasks.outputs import claim, write_atomically
 from lm_eval_tasks.rescoring.inputs import DOCUMENT_COLUMNS, read_input, target_of
 from lm_eval_tasks.rescoring.options import Options, ScoreError
+from lm_eval_tasks.rescoring.recorded import recorded_settings, taken
 from lm_eval_tasks.rescoring.selection import (family_context, parse_metrics, preflight, reads_document,
                                                task_selection)
 from lm_eval_tasks.results import Sample, task_from_samples_name, task_of_samples
@@ -127,17 +129,30 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
     selection = explicit or task_selection(task)
     loaded = read_input(path, args, task)
     samples = loaded.samples
+    benchmark, domain, why = target_of(task)
+    if loaded.format != "harness" and not benchmark and not args.benchmark:
+        raise ScoreError(f"{path}: a table of predictions with no --task or --benchmark; give the task (or "
+                         f"benchmark) they are for, whose ROUGE stemming and tokenizer apply (none is guessed)")
+    from_run: dict[str, Any] = {}
+    if loaded.format == "harness":
+        results_path, recorded = recorded_settings(path, task)
+        if recorded:
+            metadata, took = taken(args.metadata, recorded)
+            args = dataclasses.replace(args, metadata=metadata)
+            from_run = {"results_file": str(results_path), "taken": took,
+                        "kept_from_flags": {k: args.metadata[k] for k in recorded if k not in took}}
     if loaded.format != "harness" and loaded.columns.get("document") is None and reads_document(selection):
         raise ScoreError(f"{path}: {', '.join(reads_document(selection))} read the source document and no "
                          f"document column was found (looked for {', '.join(DOCUMENT_COLUMNS)}; give "
                          f"--document-column)")
-    benchmark, domain, why = target_of(task)
     benchmark = args.benchmark or benchmark or "adapteval"
     domain = args.domain or domain
     summary: dict[str, Any] = {"samples_file": str(path), "input_format": loaded.format, "task": task,
                                "benchmark": benchmark, "domain": domain, "n_samples": len(samples),
                                "filter": samples[0].filter, "metrics": {}, "skipped": {}, "record": {},
                                "settings": {}}
+    if from_run:
+        summary["settings_from_run"] = from_run
     if loaded.format != "harness":
         del summary["filter"]
         summary["columns"] = loaded.columns
@@ -287,6 +302,12 @@ def summary_text(path: Path, summary: dict) -> str:
     calls = summary.get("judge_calls")
     if calls and calls["any_unscored"]:
         lines.append(f"  judge: {calls['summary']}")
+    run = summary.get("settings_from_run")
+    if run:
+        lines.append(f"  settings the run recorded ({Path(run['results_file']).name}), taken: "
+                     + (", ".join(f"{k}={v}" for k, v in run["taken"].items()) or "none")
+                     + ("; given by flags instead: " + ", ".join(f"{k}={v}" for k, v in run["kept_from_flags"].items())
+                        if run["kept_from_flags"] else ""))
     lines.append(f"  -> {summary['outputs']['scores']}\n  -> {summary['outputs']['summary']}")
     return "\n".join(lines)
 

@@ -134,3 +134,8 @@ def test_report_and_correlate_read_real_harness_output(tmp_path, tiny_causal_lm,
              "--out", str(tmp_path / "corr"))
     assert cor.returncode == 0, cor.stderr
     assert "| doc_length |" in (tmp_path / "corr" / "correlations.md").read_text()
+    # models by the report's system labels, not the output folder's mangled path
+    import csv
+
+    with open(tmp_path / "corr" / "correlations_detail.csv", encoding="utf-8") as fh:
+        assert {row["model"] for row in csv.DictReader(fh)} == {tiny_causal_lm.name}

@@ -10,8 +10,10 @@ here straight from the samples files.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -199,3 +201,135 @@ def test_html_is_self_contained_and_embeds_every_figure(report_runs):
     assert page.tables == md.count("\n| ---") + md.count("\n|---") + 1  # every table, plus the runs table
     for ext in ("md", "csv", "tex"):
         assert (out / "tables" / f"domainsum_settings.{ext}").is_file()
+
+
+def _holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment, written out here from its definition (Holm 1979)."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _side(label: str) -> str:
+    """The samples folder part of a run label such as ``tiny-b (2-shot)``."""
+    system = label.rsplit(" (", 1)[0]
+    return "samsum-lora" if system.endswith("+ samsum-lora") else system
+
+
+def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs):
+    """comparisons.json against the logged per-document scores: Δ, n, the interval holding Δ, p
+    against scipy's exact paired permutation test, Holm within each table and metric, the minimum
+    detectable difference from the per-document differences, the verdict, and the page's sentence."""
+    from scipy import stats as sps
+
+    out, runs = report_runs["out"], report_runs["runs"]
+    data = json.loads((out / "comparisons.json").read_text(encoding="utf-8"))
+    comparisons = data["comparisons"]
+    assert data["correction"] == "holm" and data["alpha"] == 0.05 and data["power"] == 0.8
+    # 0- vs 2-shot of 2 systems x 2 subsets, the adapter vs its base on SAMSum, and between systems:
+    # A, B and the adapter pairwise at 0-shot in 2 subsets, A and B at 2-shot in 2; 3 keys each
+    assert [c["table"] for c in comparisons[::3]] == ["domainsum_settings"] * 4 + ["domainsum_finetuned"] \
+        + ["significance"] * (3 * 2 + 2)
+    families: dict[tuple[str, str], list[int]] = {}
+    for i, c in enumerate(comparisons):
+        families.setdefault((c["table"], c["metric"]), []).append(i)
+        tasks = c["task"].split(" vs ")
+        fa, fb = _side(c["a"]), _side(c["b"])
+        la = _logged(runs, fa, tasks[0])
+        lb = _logged(runs, fb, tasks[-1])
+        docs = [d for d in la if d in lb]
+        xa, xb = [la[d][c["metric"]] for d in docs], [lb[d][c["metric"]] for d in docs]
+        stat = _geo if c["metric"] == "rouge_geo" else _mean
+        first, second = (xb, xa) if c["direction"] == "b-a" else (xa, xb)
+        delta = stat(first) - stat(second)
+        assert c["n"] == len(docs) == LIMIT
+        assert c["delta"] == pytest.approx(delta, abs=1e-12)
+        assert c["ci_low"] - 1e-12 <= c["delta"] <= c["ci_high"] + 1e-12
+        assert c["p"] == pytest.approx(_scipy_paired(first, second, stat), abs=1e-9)
+        assert c["smallest_possible_p"] == 2 / 2 ** LIMIT  # the exact test over 3 documents
+        if stat is _mean:
+            diff = np.asarray(first) - np.asarray(second)
+            t = sps.t.ppf(0.975, len(docs) - 1) + sps.t.ppf(0.8, len(docs) - 1)
+            assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
+        # 3 documents: p >= 0.25, so no verdict can name a winner
+        assert c["verdict"] == "no difference detected"
+    for (table, metric), members in families.items():
+        expected = _holm([comparisons[i]["p"] for i in members])
+        assert [comparisons[i]["p_corrected"] for i in members] == pytest.approx(expected)
+        assert all(comparisons[i]["family_size"] == len(members) for i in members)
+    text = (out / "report.html").read_text(encoding="utf-8")
+    said = {int(i): html.unescape(s) for i, s in re.findall(r'<li data-comparison="(\d+)">(.*?)</li>', text)}
+    assert sorted(said) == list(range(len(comparisons)))
+    for i, c in enumerate(comparisons):
+        s, k = said[i], 100.0
+        assert s.startswith(f"{c['task'].split('_')[1].split(' ')[0]}, ")
+        assert f"no difference detected between {c['a']} and {c['b']}." in s
+        assert f"= {c['delta'] * k:+.2f}, 95 % CI [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]" in s
+        assert f"p = {c['p']:.3f}, Holm-corrected p = {c['p_corrected']:.3f}" in s
+        assert f"n = {c['n']} shared documents" in s
+        assert s.endswith("Too few documents to detect any difference: with 3 the permutation test cannot "
+                          "give p below 0.250.")
+
+
+def test_rescore_keeps_the_encoder_and_stemming_the_run_recorded(report_runs, tmp_path):
+    """The run scored BERTScore with MiniLM at layer 6 (its --metadata); re-scoring its samples
+    with no flag takes them from the results file (the suite's default, roberta-large, is not
+    even on this machine), says so, and gives the logged per-document numbers back. A flag
+    still wins, and the command says it kept the flag."""
+    a_name = Path(report_runs["a"]).name
+    [samples] = [p for p in report_runs["runs"].glob("*/samples_domainsum_cnndm_[0-9][0-9][0-9][0-9]-*.jsonl")
+                 if a_name in p.parent.name]
+    logged = _logged(report_runs["runs"], a_name, "domainsum_cnndm")
+    proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics",
+                           "rouge,bertscore", "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "a")],
+                          cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stdout.splitlines() if "settings the run recorded" in x)
+    [results] = samples.parent.glob("results_" + samples.stem.rsplit("_", 1)[-1] + ".json")
+    used = json.loads(results.read_text())["configs"]["domainsum_cnndm"]["metadata"]["bertscore_model_used"]
+    assert f"({results.name}), taken: " in line and f"bertscore_model={used}" in line
+    assert "bertscore_layers=6" in line and "rouge_stemming=False" in line
+    rows = [json.loads(x) for x in (tmp_path / "a" / f"{samples.stem}.scores.jsonl").read_text().splitlines()]
+    for row in rows:
+        for key in ("bertscore_f1", "rouge1", "rougeL"):
+            assert row[key] == pytest.approx(logged[row["id"]][key], abs=1e-6), (key, row["id"])
+    flagged = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics", "rouge",
+                              "--bootstrap", "0", "--no-progress", "--out", str(tmp_path / "b"), "--metadata",
+                              '{"rouge_stemming": true}'],
+                             cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert flagged.returncode == 0, flagged.stderr[-3000:]
+    assert "given by flags instead: rouge_stemming=True" in flagged.stdout
+    summary = json.loads((tmp_path / "b" / f"{samples.stem}.summary.json").read_text())
+    assert summary["settings_from_run"]["kept_from_flags"] == {"rouge_stemming": True}
+    assert summary["record"]["rouge_stemming"] is True
+
+
+def test_rescore_refuses_a_prediction_table_without_task_or_benchmark(tmp_path):
+    table = tmp_path / "preds.csv"
+    table.write_text("prediction,reference\nthe cat sat,a cat sat\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(table), "--metrics", "rouge",
+                           "--no-progress"], cwd=ROOT, env=subprocess_env(), capture_output=True, text=True,
+                          timeout=300)
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "no --task or --benchmark" in err and "none is guessed" in err
+    assert not list(tmp_path.glob("*.summary.json"))
+
+
+def test_the_runs_table_shows_limit_document_set_and_demonstration_pool(report_runs):
+    """Provenance from each results file: --limit, where the documents came from and, for a
+    two-shot run, the split its demonstrations were drawn from (a mirror without the paper's
+    pool falls back to another split, and only this column shows it)."""
+    text = (report_runs["out"] / "report.html").read_text(encoding="utf-8")
+    section = text[text.index('<h2 id="runs">'):]
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(<td.*?)</tr>", section)]
+    assert len(rows) == 10
+    for system, _settings, task, _setting, n, limit, source, pool, results_name in rows:
+        [results] = [p for p in report_runs["runs"].glob(f"*/{results_name}")
+                     if task in json.loads(p.read_text())["configs"]]
+        meta = json.loads(results.read_text())["configs"][task]["metadata"]
+        assert (n, limit) == (str(LIMIT), str(LIMIT)) and source == str(meta.get("data_source") or meta["data_dir"])
+        assert pool == (str(meta["demo_pool"]) if task.endswith("_2shot") else "—")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, subprocess_env
-from helpers.report_page import write_runs
+from helpers.report_page import write_runs, write_system
 from lm_eval_tasks.commands import report
 from lm_eval_tasks.report import page_check
 
@@ -45,9 +45,9 @@ def test_report_page_lays_out_at_laptop_and_phone_widths(report_page, chromium, 
     assert {p.name for p in tmp_path.glob("*.png")} == {"page_1280.png", "page_390.png"}
 
 
-def test_a_report_without_runs_lays_out_too(chromium, tmp_path):
-    (tmp_path / "empty").mkdir()
-    assert report.main([str(tmp_path / "empty"), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+def test_a_report_without_comparisons_lays_out_too(chromium, tmp_path):
+    write_system(tmp_path / "runs", "org/only-model", {"cnndm": 0.3}, shots=(0,), n_docs=3)
+    assert report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
     assert page_check.check_page(tmp_path / "r" / "report.html", context=chromium) == []
 
 
@@ -62,7 +62,11 @@ def test_the_page_really_has_wide_tables_and_figures(report_page, chromium):
                                       ".filter(b => b.scrollWidth > b.clientWidth + 1).length")
             assert scrolling >= least, width
         assert page.evaluate("() => document.querySelectorAll('figure img[alt]').length") == 5
-        assert page.evaluate("() => document.querySelectorAll('nav li').length") == 5
+        # contents: definitions, the three tables, figures, runs
+        assert page.evaluate("() => document.querySelectorAll('nav li').length") == 6
+        # one sentence per comparison, each as wide as the text column at most
+        sentences = page.evaluate("() => [...document.querySelectorAll('ol.verdicts li')].map(li => li.textContent)")
+        assert len(sentences) == 66 and all("shared documents" in s for s in sentences)
     finally:
         page.close()
 

@@ -69,10 +69,11 @@ def test_correlations_match_scipy(tmp_path):
     two = [0.33, 0.10, 0.29, 0.15, 0.26]
     write_run(tmp_path / "runs", "m1",
               {**{f"domainsum_{d}": {"rouge_geo": z} for d, z in zip(GENRE, zero)},
-               **{f"domainsum_{d}_2shot": {"rouge_geo": t} for d, t in zip(GENRE, two)}})
+               **{f"domainsum_{d}_2shot": {"rouge_geo": t} for d, t in zip(GENRE, two)}},
+              model_args="pretrained=org/m1")
     # a second model lacking a task and one metric: still works
     write_run(tmp_path / "runs", "m2", {f"domainsum_{d}": {"rouge_geo": 0.1 + 0.01 * i}
-                                        for i, d in enumerate(GENRE[:2])})
+                                        for i, d in enumerate(GENRE[:2])}, model_args="pretrained=org/m2")
     out = tmp_path / "out"
     assert correlate.main([str(tmp_path / "runs"), "--stats", str(sp), "--out", str(out)]) == 0
     import pandas as pd
@@ -83,16 +84,16 @@ def test_correlations_match_scipy(tmp_path):
         x = [measures[d][m] for d in GENRE]
         rs, ps = [], []
         for setting, y in (("zero-shot", zero), ("2shot", two)):
-            row = detail[(detail.measure == m) & (detail.model == "m1") & (detail.setting == setting)].iloc[0]
+            row = detail[(detail.measure == m) & (detail.model == "org/m1") & (detail.setting == setting)].iloc[0]
             r, p = sstats.pearsonr(x, y)
             rho, _ = sstats.spearmanr(x, y)
             assert row.pearson_r == pytest.approx(r) and row.pearson_p == pytest.approx(p)
             assert row.spearman_rho == pytest.approx(rho)
             rs.append(r)
             ps.append(p)
-        a = avg[(avg.measure == m) & (avg.model == "m1")].iloc[0]
+        a = avg[(avg.measure == m) & (avg.model == "org/m1")].iloc[0]
         assert a.pearson_r == pytest.approx(np.mean(rs)) and a.pearson_p == pytest.approx(np.mean(ps))
-    m2 = detail[detail.model == "m2"]
+    m2 = detail[detail.model == "org/m2"]
     assert m2.pearson_r.isna().all() and (m2.note.str.contains("only 2")).all()
     md = (out / "correlations.md").read_text()
     assert "**genre**" in md and "only 2 domain(s)" in md

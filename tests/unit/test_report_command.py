@@ -1,4 +1,5 @@
-"""``domsum report`` without runs: an empty folder says so."""
+"""``domsum report`` with nothing to report: an empty or missing folder is one line and exit 2,
+and no report is written (an empty page would pass for a finished one)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,16 @@ from __future__ import annotations
 from lm_eval_tasks.commands import report
 
 
-def test_report_of_an_empty_folder_says_so(tmp_path):
+def test_report_of_an_empty_folder_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    assert report.main([str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--no-progress"]) == 0
-    md = (tmp_path / "o" / "report.md").read_text()
-    assert "no results_*.json files" in md and (tmp_path / "o" / "report.html").is_file()
+    assert report.main([str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("report: error: no suite task with results in ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_of_a_missing_folder_names_it(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert report.main([str(missing), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == f"report: error: no such folder: {missing}"
+    assert not (tmp_path / "o").exists()

@@ -30,7 +30,7 @@ def test_one_system_is_one_system(tmp_path, capsys):
     text = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert re.search(r"<p class=\"meta\">1 run of 1 system\s+\(org/only-model\)", text)
     assert "1 systems" not in text and "1 runs" not in text
-    assert re.search(r"report: \S+ \(1 table, 0 figures; 4 more files under ", capsys.readouterr().err)
+    assert re.search(r"report: \S+ \(1 table, 0 figures; 5 more files under ", capsys.readouterr().err)
 
 
 def test_contents_are_numbered_and_link_to_the_tables(tmp_path):
@@ -42,7 +42,20 @@ def test_contents_are_numbered_and_link_to_the_tables(tmp_path):
     assert [int(n) for n, _ in entries] == list(range(1, len(entries) + 1))
     ids = re.findall(r' id="([^"]+)"', text)
     assert len(ids) == len(set(ids)) and {a for _, a in entries} == set(ids)
-    assert [a for _, a in entries][-2:] == ["figures", "runs"]
+    assert [a for _, a in entries][-2:] == ["figures", "runs"] and entries[0][1] == "definitions"
+
+
+def test_the_page_defines_its_metric_columns_and_verdicts(tmp_path):
+    """The column headed "ROUGE" is the geometric mean of ROUGE-1/2/L: the page says so, with
+    the verdict rule; no caption says systems are never compared while a table compares them."""
+    write_runs(tmp_path / "runs")
+    assert report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r"), "--no-plots", "--no-progress"]) == 0
+    text = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    defs = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", text))
+    assert defs["ROUGE"].startswith("geometric mean of the corpus ROUGE-1/2/L means") and "x100" in defs["ROUGE"]
+    assert "ROUGE (release mean)" in defs and "BERTScore" in defs
+    assert "Holm-corrected p is below 0.05" in defs["Verdict"] and "80% power" in defs["Verdict"]
+    assert "never compared here" not in text and "compared with each other in the significance table" in text
 
 
 def test_box_plot_keeps_subsets_apart(tmp_path, monkeypatch):

@@ -85,3 +85,58 @@ def test_paired_bootstrap_test_hand_cases():
     assert paired_bootstrap_test(a, a, "mean", n_resamples=200).p_value == 1.0
     with pytest.raises(ValueError, match="same documents"):
         paired_permutation_test([1.0], [1.0, 2.0])
+
+
+def test_holm_on_a_hand_computed_family():
+    """Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; made
+    non-decreasing: 0.02, 0.03, 0.06, 0.06; returned in the input order."""
+    from custom_metrics.analysis.stats.significance import holm
+
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    nan_first = holm([math.nan, 0.02, 0.5])  # a NaN p is no test: the family has 2
+    assert math.isnan(nan_first[0]) and nan_first[1:] == pytest.approx([0.04, 0.5])
+    assert holm([0.6, 0.7]) == [1.0, 1.0] and holm([]) == []
+
+
+def test_min_detectable_difference_on_a_hand_computed_case():
+    """Differences 1..10: sd = sqrt(82.5 / 9) = 3.02765, SE = sd / sqrt(10) = 0.957427; from a
+    t table, t(0.975, 9) = 2.2622 and t(0.80, 9) = 0.8834, so MDD = 3.1456 * 0.957427 = 3.0117."""
+    from custom_metrics.analysis.stats.significance import min_detectable_difference, paired_interval
+
+    a, b = [float(v) for v in range(1, 11)], [0.0] * 10
+    _, _, se = paired_interval(a, b, "mean", n_boot=0)
+    assert se == pytest.approx(0.957427, abs=1e-6)
+    assert min_detectable_difference(se, 10) == pytest.approx(3.0117, abs=2e-4)
+    # many documents: the t quantiles approach the normal ones, (1.95996 + 0.84162) * SE
+    assert min_detectable_difference(1.0, 100_000) == pytest.approx(2.80158, abs=1e-3)
+    assert math.isnan(min_detectable_difference(se, 1)) and math.isnan(min_detectable_difference(math.nan, 5))
+
+
+def test_paired_interval_resamples_the_same_documents_on_both_sides():
+    """For a mean, the paired interval of S(a) - S(b) is the bootstrap interval of the
+    per-document differences with the same seed (each resample draws the same documents)."""
+    from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
+    from custom_metrics.analysis.stats.significance import paired_interval
+
+    rng = np.random.default_rng(3)
+    a = rng.random(12)
+    b = a - rng.normal(0.05, 0.05, 12)
+    low, high, se = paired_interval(list(a), list(b), "mean", n_boot=500, seed=7)
+    assert (low, high) == pytest.approx(bootstrap_interval(list(a - b), "mean", 500, 7), abs=1e-12)
+    assert se == pytest.approx(np.std(a - b, ddof=1) / math.sqrt(12))
+    # a corpus statistic: the SE is the resampled differences' spread, the interval contains delta
+    geo = registry.key("rouge_geo").corpus
+    items_a = [[x, x / 2, x * 0.8] for x in a]
+    items_b = [[x, x / 2, x * 0.8] for x in b]
+    stat = lambda items: geo(items, registry.Context())  # noqa: E731
+    low, high, se = paired_interval(items_a, items_b, stat, n_boot=300, seed=7)
+    delta = stat(items_a) - stat(items_b)
+    assert low <= delta <= high and 0 < se < high - low
+
+
+def test_smallest_p_of_each_test():
+    from custom_metrics.analysis.stats.significance import PairedResult, smallest_p
+
+    assert smallest_p(paired_permutation_test([0.1, 0.2, 0.3], [0.0, 0.0, 0.0])) == 0.25  # 2 of 2^3 patterns
+    assert smallest_p(PairedResult(0.1, 0.5, 40, 999, False, "permutation")) == pytest.approx(2 / 1000)
+    assert smallest_p(PairedResult(0.1, 0.5, 40, 999, False, "bootstrap")) == 0.0
