@@ -22,6 +22,10 @@ the harness instead of around it:
   endpoint answering) and the run stops in seconds naming the setting to change. A
   family that still fails after generation makes its keys NaN, the reason goes into
   the results, and results and samples are written as usual.
+* **Interrupted generation resumes.** lm-eval's ``evaluate`` is wrapped (once, when this
+  module is imported while lm-eval loads the suite's tasks) so that, for the suite's
+  tasks, the model's ``generate_until`` answers from the generation journal first and
+  commits each generation as it finishes (:mod:`~lm_eval_tasks.harness_parts.resume`).
 * ``--predict_only`` checks and loads no scorer. ``n-shot`` is the number of
   demonstrations built into the prompt; ``--num_fewshot`` with another number is an
   error naming the task to use instead.
@@ -32,11 +36,13 @@ the harness instead of around it:
 
 What needs no ``lm_eval`` lives beside it in :mod:`lm_eval_tasks.harness_parts`: shard
 scoring (:mod:`~lm_eval_tasks.harness_parts.scoring`), prompt fitting records, saving and
-counting generations, data-parallel gathering and the error hook.
+counting generations, the generation journal, data-parallel gathering, the task folders
+and the error hook.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -45,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+from lm_eval import evaluator
 from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.api.utils import maybe_delimit
@@ -56,6 +63,7 @@ from lm_eval_tasks.benchmarks import load_task, stop_sequences
 from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
 from lm_eval_tasks.harness_parts.dataset import as_dataset
+from lm_eval_tasks.harness_parts import resume
 from lm_eval_tasks.harness_parts.errors import ScorerUnavailableError, install_excepthook
 from lm_eval_tasks.harness_parts.fitting import (
     budget_report,
@@ -65,6 +73,7 @@ from lm_eval_tasks.harness_parts.fitting import (
     start_fitting,
 )
 from lm_eval_tasks.harness_parts.generations import generation_report, save_generations
+from lm_eval_tasks.harness_parts.include_paths import index_paths, split_include_paths
 from lm_eval_tasks.harness_parts.ranks import all_ranks, process_group
 from lm_eval_tasks.harness_parts.scoring import ShardScoring, clean_prediction, none_scored, sum_counts
 from lm_eval_tasks.results import first_text
@@ -74,23 +83,40 @@ log = logging.getLogger(__name__)
 install_excepthook()
 
 
-def _model_arg_keys() -> set[str] | None:
-    """The ``--model_args`` keys of this run, or None when they cannot be found.
+def _model_args() -> tuple[str | None, dict[str, Any]] | None:
+    """``--model`` and the parsed ``--model_args`` of this run, or None when they cannot be found.
 
     Why: lm-eval 0.4.13 merges the model's arguments into every task's metadata, so a
-    task cannot tell ``pretrained`` from a misspelled setting by the metadata alone;
-    ``simple_evaluate`` holds them in its local ``model_args`` while it builds the tasks.
+    task cannot tell ``pretrained`` from a misspelled setting by the metadata alone, and
+    the generation journal keys on them; ``simple_evaluate`` holds them in its locals.
     """
     from lm_eval.utils import simple_parse_args_string
 
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
-            args = frame.f_locals["model_args"]
+            args, model = frame.f_locals["model_args"], frame.f_locals.get("model")
             # parsed as simple_evaluate parses them before merging them into the metadata
-            return set(simple_parse_args_string(args) if isinstance(args, str) else args or {})
+            parsed = simple_parse_args_string(args) if isinstance(args, str) else dict(args or {})
+            return (model if isinstance(model, str) else None), parsed
         frame = frame.f_back
     return None
+
+
+def _with_journal(evaluate: Callable) -> Callable:
+    """lm-eval's ``evaluate`` with the generation journal around it (:mod:`.harness_parts.resume`)."""
+    @functools.wraps(evaluate)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        lm = kwargs["lm"] if "lm" in kwargs else args[0]
+        with resume.journaled(lm, *(_model_args() or (None, None))):
+            return evaluate(*args, **kwargs)
+
+    run.suite_journal = True  # type: ignore[attr-defined]
+    return run
+
+
+if not getattr(evaluator.evaluate, "suite_journal", False):  # simple_evaluate calls it by this name
+    evaluator.evaluate = _with_journal(evaluator.evaluate)
 
 
 class SuiteTask(ConfigurableTask):
@@ -114,7 +140,8 @@ class SuiteTask(ConfigurableTask):
         self._loaded_report: dict[str, Any] = {}
         super().__init__(config=cfg)
         self.config.metadata = dict(self.config.metadata or {})
-        settings.check_metadata(self.meta, f"task {self.spec.name} (--metadata)", allowed=_model_arg_keys())
+        settings.check_metadata(self.meta, f"task {self.spec.name} (--metadata)",
+                                allowed=set(found[1]) if (found := _model_args()) else None)
         until = stop_sequences(self.spec, self.meta)
         if until is not None:  # a prompt file's layout brings its own stops
             self.config.generation_kwargs = {**(self.config.generation_kwargs or {}), "until": list(until)}
@@ -126,6 +153,8 @@ class SuiteTask(ConfigurableTask):
         self._meter_source = "not measured"
         #: prompt fitting of every rank's documents (data-parallel runs), merged in _score_shard
         self._fit_all: dict[str, Any] | None = None
+        #: the generation journal's record of this task, every rank's (set at the first document)
+        self._journal: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ loading
 
@@ -258,6 +287,8 @@ class SuiteTask(ConfigurableTask):
         if not self._bypass:
             self.preflight()
         self._start_fitting(calling_backend(kwargs.get("chat_template")))
+        folder = settings.resolve(self.meta, "generation_journal")
+        resume.register(self.config.task, None if settings.is_off(folder) else folder)
         super().build_all_requests(*args, **kwargs)
         record = self._budget_report()
         if record.get("cut_to_fit"):
@@ -326,6 +357,8 @@ class SuiteTask(ConfigurableTask):
         return budget_report(self._fit, self._meter_source, self._fit_all, evaluated)
 
     def process_results(self, doc: dict, results: list) -> dict[str, Any]:
+        if self._journal is None:  # every rank's journal counts, gathered where every rank is
+            self._journal = resume.merge_records(all_ranks(resume.task_record(self.config.task)))
         if self._bypass:
             return super().process_results(doc, results)
         if self._scoring.scores is None:
@@ -372,6 +405,7 @@ class SuiteTask(ConfigurableTask):
                            "families": list(self._scoring.families)},
             **self._loaded_report,
             **self._described,
+            **(self._journal or {}),
         }
         if getattr(self, "_instances", None):
             record["prompt_budget"] = self._budget_report()
@@ -399,36 +433,6 @@ def task_class(utils_file: str) -> type[SuiteTask]:
 # ---------------------------------------------------------------------- the CLI
 
 
-def _index_paths(folders: Sequence[str]) -> list[str]:
-    """The suite's folder and the user's, each once."""
-    from lm_eval_tasks import include_path
-
-    seen: dict[str, str] = {}
-    for folder in (include_path(), *folders):
-        seen.setdefault(str(Path(folder).expanduser().resolve()), str(Path(folder).expanduser()))
-    return list(seen.values())
-
-
-def split_include_paths(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(the arguments without ``--include_path``, the folders it gave), each of its values
-    split at ``os.pathsep`` (lm-eval's CLI keeps only the last one given)."""
-    import os
-
-    rest: list[str] = []
-    folders: list[str] = []
-    args = iter(argv)
-    for arg in args:
-        if arg in ("--include-path", "--include_path"):
-            value = next(args, "")
-        elif arg.startswith(("--include_path=", "--include-path=")):
-            value = arg.split("=", 1)[1]
-        else:
-            rest.append(arg)
-            continue
-        folders += [f for f in value.split(os.pathsep) if f.strip()]
-    return rest, folders
-
-
 def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bool:
     """Whether ``names`` need the harness's own task index besides the suite's and ``folders``.
 
@@ -439,7 +443,7 @@ def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bo
     """
     from lm_eval.tasks import TaskManager
 
-    paths = _index_paths(folders)
+    paths = index_paths(folders)
     wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
     suite = TaskManager(include_path=paths, include_defaults=False, verbosity="ERROR")
     missing = [n for n in wanted if not suite.match_tasks([n])]
@@ -477,7 +481,7 @@ def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool
     from lm_eval_tasks.harness_parts.git_probe import quiet_git_hash
 
     argv, given = split_include_paths(argv)
-    paths = _index_paths([*folders, *given])
+    paths = index_paths([*folders, *given])
     original = manager.TaskManager.__init__
 
     def with_folders(self, *args: Any, **kwargs: Any) -> None:

@@ -249,6 +249,10 @@ def _rows() -> list[Setting]:
         S("generations_dir", "DOMSUM_GENERATIONS_DIR", str, "~/.cache/domsum/generations",
           "Folder where judged tasks save their generations before judging starts (a samples file "
           "`domsum rescore` reads; `off` disables).", "run"),
+        S("generation_journal", "DOMSUM_GENERATION_JOURNAL", str, "~/.cache/domsum/journal",
+          "Folder of the generation journal: each generation of a suite task is committed as it finishes, "
+          "keyed by the model's identity and the exact request, so the same command run again after an "
+          "interruption generates only what is missing (docs/troubleshooting.md); `off` disables.", "run"),
         S("progress", PROGRESS_ENV, _bool, True,
           "Progress bars on stderr while metrics are scored (the commands' `--no-progress`).", "run"),
     ]

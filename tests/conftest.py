@@ -55,6 +55,9 @@ os.environ["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
 #: generations judged tasks save before judging: a session folder, never the user's
 GENERATIONS = tempfile.mkdtemp(prefix="domsum-test-generations-")
 os.environ["DOMSUM_GENERATIONS_DIR"] = GENERATIONS
+#: the generation journal is off unless a test turns it on with a folder of its own: a journal
+#: shared across tests would answer one test's generations from another's run of the same model
+os.environ["DOMSUM_GENERATION_JOURNAL"] = "off"
 
 
 def minilm_dir() -> str:
@@ -100,6 +103,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env.update(OFFLINE)
     env["DOMSUM_SCORE_CACHE"] = SCORE_CACHE
     env["DOMSUM_GENERATIONS_DIR"] = GENERATIONS
+    env["DOMSUM_GENERATION_JOURNAL"] = "off"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
@@ -178,6 +182,17 @@ def own_samples(out_dir: Path, task: str) -> list[dict]:
     rows = [json.loads(line) for f in sample_files(out_dir, task) if own.match(f.name)
             for line in f.read_text(encoding="utf-8").splitlines()]
     return sorted(rows, key=lambda r: r["doc_id"])
+
+
+def same_values(a, b) -> bool:
+    """Equal, NaN equal to NaN, lists element by element: two runs' numbers compared exactly."""
+    import math
+
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
 
 
 def report_table(out: Path, name: str) -> list[dict[str, str]]:

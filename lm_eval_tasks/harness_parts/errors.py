@@ -13,6 +13,7 @@ from typing import Any
 
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import settings
+from lm_eval_tasks.harness_parts import resume
 from lm_eval_tasks.harness_parts.generations import SAVED_GENERATIONS
 
 
@@ -24,6 +25,18 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from lm_eval_tasks.data.loader import DataError
 
     return (DataError, settings.SettingError, ScorerUnavailableError)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> str:
+    """The one line an interrupted run ends with: what was kept, and how to go on."""
+    parts = []
+    if SAVED_GENERATIONS:
+        parts.append("the generations were saved before judging: " + ", ".join(SAVED_GENERATIONS)
+                     + ". Finish the scoring with `domsum rescore FILE` (the judge cache holds every answer "
+                     "already paid for)")
+    if resume.interrupted_line():
+        parts.append(str(resume.interrupted_line()))
+    return ("terminated" if isinstance(exc, resume.Terminated) else "interrupted") + "; " + "; ".join(parts) + "."
 
 
 def _suite_excepthook(previous: Callable) -> Callable:
@@ -38,10 +51,13 @@ def _suite_excepthook(previous: Callable) -> Callable:
         if isinstance(exc, _user_errors()):
             sys.stderr.write(f"error: {exc}\n")
             return
-        if isinstance(exc, KeyboardInterrupt) and SAVED_GENERATIONS:
-            sys.stderr.write("interrupted; the generations were saved before judging: "
-                             + ", ".join(SAVED_GENERATIONS) + ". Finish the scoring with `domsum rescore FILE` "
-                             "(the judge cache holds every answer already paid for).\n")
+        if isinstance(exc, KeyboardInterrupt):
+            if SAVED_GENERATIONS or resume.interrupted_line():
+                sys.stderr.write(_interrupted(exc) + "\n")
+                sys.stderr.flush()
+            else:
+                previous(kind, exc, tb)
+            resume.exit_after(exc)  # SIGTERM ends the process as SIGTERM would have
             return
         previous(kind, exc, tb)
 

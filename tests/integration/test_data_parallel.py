@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, same_values, subprocess_env
 
 pytestmark = pytest.mark.slow
 
@@ -121,15 +121,6 @@ def _by_doc(samples: list[dict]) -> dict[int, dict]:
     return {s["doc_id"]: s for s in samples}
 
 
-def _same(a, b) -> bool:
-    """Equal, NaN equal to NaN, lists element by element."""
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    return a == b
-
-
 def test_each_rank_generates_for_its_own_shard_only(runs):
     dp_ranks, single = runs["dp"]["ranks"], runs["single"]["ranks"]
     assert [(r["rank"], r["world_size"]) for r in dp_ranks] == [(0, 2), (1, 2)]
@@ -172,7 +163,7 @@ def test_per_document_scores_equal_the_single_process_run(runs):
             a, b = ones[doc_id], many[doc_id]
             for key in PER_DOC_KEYS:
                 assert key in a and key in b, (task, doc_id, key)
-                assert _same(a[key], b[key]), (task, doc_id, key, a[key], b[key])
+                assert same_values(a[key], b[key]), (task, doc_id, key, a[key], b[key])
             blank_seen |= a["filtered_resps"] == [""]
         # the documents differ in score (a fixed score for all would hide a shuffled merge)
         assert len({json.dumps(s["rouge1"]) + json.dumps(s["bertscore_f1"]) for s in ones.values()}) == N_DOCS
@@ -210,7 +201,7 @@ def test_recorded_counts_cover_every_rank(runs):
         assert a["prompt_budget"]["documents"] == N_DOCS, (task, a["prompt_budget"])
         # the reference cache's hit counts are a family's own counter, kept per rank (rank 0's shard)
         local = {"bertscore_reference_cache"}
-        differing = {k: (a.get(k), b.get(k)) for k in (set(a) | set(b)) - local if not _same(a.get(k), b.get(k))}
+        differing = {k: (a.get(k), b.get(k)) for k in (set(a) | set(b)) - local if not same_values(a.get(k), b.get(k))}
         assert not differing, f"{task}: the 2-rank run records other metadata than the 1-rank run: {differing}"
     assert single["configs"]["domainsum_samsum"]["metadata"]["generation"]["empty_ids"] == ["domainsum/samsum/test/1"]
     # everything else the results hold (results and configs are compared above, with the

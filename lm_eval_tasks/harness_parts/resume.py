@@ -1,0 +1,252 @@
+"""Interrupted generation resumes: the generation journal in front of the model's ``generate_until``.
+
+Why this shape: lm-eval builds the model before the suite's tasks and hands a task no
+model object, so the journal is put in place where both meet: around one evaluation
+(:func:`journaled`, entered by the harness adapter around lm-eval's ``evaluate``). For
+that evaluation the model's ``generate_until`` first answers the suite's requests from
+the journal (:mod:`~lm_eval_tasks.harness_parts.journal`) and passes only the others to
+the real method; each response it makes is committed as it finishes, through the cache
+hook lm-eval's backends call after every finished generation (``add_partial``: per
+batch on ``hf``, per request or batch on the API backends), and whatever a backend did
+not report that way is committed when its call returns (``vllm`` generates all its
+requests in one call). Requests of tasks that are not the suite's pass through
+untouched.
+
+Ctrl-C (and SIGTERM, turned into the same unwinding for the evaluation) then ends in one
+line naming what was kept (:func:`interrupted_line`); the same command run again
+generates only what is missing. Nothing here imports ``lm_eval``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from lm_eval_tasks.harness_parts.journal import Journal, model_identity, request_key
+
+log = logging.getLogger(__name__)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during an evaluation, raised where the run is so that it unwinds as Ctrl-C does."""
+
+
+class _Hook:
+    """The model's cache hook for one evaluation: the journal's, then whatever hook was there
+    (lm-eval's ``--use_cache`` one)."""
+
+    def __init__(self, previous: Any, session: "Session") -> None:
+        self.previous = previous
+        self.session = session
+
+    def add_partial(self, attr: str, req: Any, res: Any) -> None:
+        if self.previous is not None:
+            self.previous.add_partial(attr, req, res)
+        self.session.on_partial(attr, req, res)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["previous"], name)
+
+
+class Session:
+    """The journal of one evaluation: which task journals where, and what was served and made."""
+
+    def __init__(self, lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None) -> None:
+        self._model = (lm, model_name, model_args)
+        self._identity: dict[str, Any] | None = None
+        self.rank = int(getattr(lm, "rank", 0) or os.environ.get("LOCAL_RANK", "0") or 0)
+        #: task name -> journal folder, None where the task's setting is off
+        self.folders: dict[str, str | None] = {}
+        self.journals: dict[str, Journal] = {}
+        #: task -> doc_ids answered from the journal / committed to it by this process
+        self.served: dict[str, set] = defaultdict(set)
+        self.written: dict[str, set] = defaultdict(set)
+        #: request key -> the requests waiting for that response (the cache hook commits them)
+        self.pending: dict[str, deque] = defaultdict(deque)
+        self.broken: str | None = None
+
+    def register(self, task: str, folder: str | None) -> None:
+        """Journal ``task``'s generations under ``folder`` (None: not at all)."""
+        self.folders[task] = folder
+
+    def journal(self, task: str | None) -> Journal | None:
+        folder = self.folders.get(task or "")
+        if folder is None or self.broken:
+            return None
+        if folder not in self.journals:
+            if self._identity is None:
+                self._identity = model_identity(*self._model)
+            self.journals[folder] = Journal(folder, self._identity, self.rank)
+        return self.journals[folder]
+
+    def generate(self, call: Callable[[list], list], requests: list) -> list:
+        """The responses to ``requests``: the journal's where it holds them, ``call``'s for the rest."""
+        results: list = [None] * len(requests)
+        todo: list[int] = []
+        seen: Counter = Counter()
+        for i, req in enumerate(requests):
+            journal = self.journal(getattr(req, "task_name", None))
+            args = getattr(req, "args", ())
+            if journal is None or len(args) < 2:
+                todo.append(i)
+                continue
+            base = request_key(args[0], args[1])
+            key = journal.key(base, seen[(journal.dir, base)])
+            seen[(journal.dir, base)] += 1
+            hit = journal.get(key)
+            if hit is not None:
+                results[i] = hit
+                self.served[req.task_name].add(req.doc_id)
+            else:
+                todo.append(i)
+                self.pending[base].append((i, key, journal, req))
+        served = len(requests) - len(todo)
+        if served:
+            log.warning("generation journal: %d of %d requests answered from %s; generating the other %d",
+                        served, len(requests), ", ".join(str(j.dir) for j in self.journals.values()), len(todo))
+        if todo:
+            out = call([requests[i] for i in todo])
+            for i, response in zip(todo, out, strict=True):
+                results[i] = response
+            for waiting in self.pending.values():  # what the backend's cache hook did not report
+                for i, key, journal, req in waiting:
+                    self._commit(journal, key, results[i], req)
+            self.pending.clear()
+        return results
+
+    def on_partial(self, attr: str, req: Any, res: Any) -> None:
+        """A backend finished one generation: commit it to the journal now."""
+        if attr != "generate_until" or not self.pending:
+            return
+        try:
+            waiting = self.pending.get(request_key(req[0], req[1]))
+        except (TypeError, IndexError, KeyError):
+            return
+        if waiting:
+            _, key, journal, inst = waiting.popleft()
+            self._commit(journal, key, res, inst)
+
+    def _commit(self, journal: Journal, key: str, response: Any, req: Any) -> None:
+        if response is None or self.broken:
+            return
+        try:
+            journal.add(key, response, req.task_name, req.doc_id)
+        except OSError as exc:  # a full disk stops the journal, not the run
+            self.broken = f"{journal.path}: {exc}"
+            log.warning("generation journal %s cannot be written (%s); this run goes on without it",
+                        journal.path, exc)
+            return
+        self.written[req.task_name].add(req.doc_id)
+
+    def record(self, task: str) -> dict[str, Any]:
+        """What the results record about ``task``'s journal (``configs.<task>.metadata``), this rank."""
+        if task not in self.folders:
+            return {}
+        journal = self.journal(task)
+        if journal is None:
+            return {"generation_journal": "off" if self.folders[task] is None else f"failed: {self.broken}"}
+        return {"generation_journal": str(journal.dir), "generations_from_journal": len(self.served[task])}
+
+    def summary(self) -> dict[str, Any]:
+        kept = sum(len(self.served[t] | self.written[t]) for t in set(self.served) | set(self.written))
+        where = [str(j.path if j.path.exists() else j.dir) for j in self.journals.values()]
+        return {"kept": kept, "where": where}
+
+    def close(self) -> None:
+        for journal in self.journals.values():
+            journal.close()
+
+
+#: the evaluation in progress (None between evaluations)
+ACTIVE: Session | None = None
+#: what the last evaluation kept, for the line printed when it was interrupted
+LAST: dict[str, Any] = {}
+
+
+def register(task: str, folder: str | None) -> None:
+    """Called by each suite task as its requests are built: journal it under ``folder``."""
+    if ACTIVE is not None:
+        ACTIVE.register(task, folder)
+
+
+def task_record(task: str) -> dict[str, Any]:
+    return ACTIVE.record(task) if ACTIVE is not None else {}
+
+
+def merge_records(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every rank's :func:`task_record` as the run's: rank 0's folder, the ranks' counts summed."""
+    merged = dict(parts[0]) if parts else {}
+    if "generations_from_journal" in merged:
+        merged["generations_from_journal"] = sum(int(p.get("generations_from_journal", 0)) for p in parts)
+    return merged
+
+
+def _sigterm_unwinds() -> Callable[[], None]:
+    """SIGTERM raises :class:`Terminated` until the returned function is called (main thread,
+    default handler only: a handler someone else installed is left alone)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return lambda: None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def journaled(lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None) -> Iterator[Session]:
+    """For one evaluation: the journal in front of ``lm.generate_until``, its hook on ``lm``,
+    and SIGTERM unwinding like Ctrl-C; all undone on leaving."""
+    global ACTIVE
+    session = Session(lm, model_name, model_args)
+    original = lm.generate_until
+    own = "generate_until" in vars(lm)
+    previous_hook = getattr(lm, "cache_hook", None)
+
+    def generate_until(requests: list, *args: Any, **kwargs: Any) -> list:
+        return session.generate(lambda todo: original(todo, *args, **kwargs), requests)
+
+    lm.generate_until = generate_until
+    if hasattr(lm, "set_cache_hook"):  # every lm-eval backend; one that is not commits per call
+        lm.set_cache_hook(_Hook(previous_hook, session))
+    restore_sigterm = _sigterm_unwinds()
+    ACTIVE = session
+    LAST.clear()
+    try:
+        yield session
+    finally:
+        restore_sigterm()
+        ACTIVE = None
+        session.close()
+        LAST.update(session.summary())
+        if hasattr(lm, "set_cache_hook"):
+            lm.set_cache_hook(previous_hook)
+        if own:
+            lm.generate_until = original
+        else:
+            del lm.generate_until
+
+
+def interrupted_line() -> str | None:
+    """What an interrupted evaluation kept, in words; None when no journal was in use."""
+    if not LAST.get("where"):
+        return None
+    return (f"{LAST['kept']} generation(s) of this run are kept in the generation journal "
+            f"{', '.join(LAST['where'])}; running the same command again resumes, generating only the missing ones")
+
+
+def exit_after(exc: BaseException) -> None:
+    """End the process as the signal that interrupted it would have (SIGTERM: status 143)."""
+    if isinstance(exc, Terminated):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+__all__ = ["Session", "Terminated", "interrupted_line", "journaled", "merge_records", "register", "task_record"]
