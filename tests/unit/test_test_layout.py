@@ -79,6 +79,15 @@ def test_every_test_file_sits_in_a_kind_folder():
     assert not stray, stray
 
 
+def test_every_test_file_has_its_own_name():
+    """pytest imports test modules by file name (no packages under tests/): two files of one
+    name in two kind folders stop the whole run at collection."""
+    from collections import Counter
+
+    names = Counter(p.name for p in TESTS.rglob("test_*.py"))
+    assert not sorted(n for n, k in names.items() if k > 1)
+
+
 def test_unit_tests_load_no_model_and_start_no_process_or_server():
     offenders = {p.name: bad for p in sorted((TESTS / "unit").glob("*.py")) if (bad := _offences(p))}
     assert not offenders, ("move these tests to tests/integration: " + repr(offenders))
