@@ -133,6 +133,11 @@ class Context:
     benchmark: str = ""
     subset: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: the benchmark's scoring conventions, ``setting -> (value, where it comes from)``: what
+    #: an unset setting means for these texts (ROUGE stemming as the paper's release
+    #: scores). Filled by the task side from the benchmark's record; this library names
+    #: no benchmark.
+    conventions: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
     judge: Any = None
     options: Mapping[str, Any] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""ROUGE-1/2/L, each benchmark's stemming convention, and the papers' aggregate numbers.
+"""ROUGE-1/2/L, the stemming switch, and the papers' aggregate numbers.
 
 Formula: per document, the F1 of unigram (ROUGE-1), bigram (ROUGE-2) and
 longest-common-subsequence (ROUGE-L, summary-level without sentence splitting: rouge-score's
@@ -17,19 +17,12 @@ becomes a separator; with stemming, Porter stems of tokens longer than 3 charact
 Consequence: text in non-Latin scripts has no tokens and scores 0 — ROUGE is not
 meaningful there. Empty predictions score 0 (rouge-score returns 0 F1 for an empty side).
 
-Stemming follows each benchmark's release (:data:`RELEASE_STEMMING`, the source of each
-entry in :data:`STEMMING_SOURCES`; :func:`stemming_for` resolves a setting against it):
-
-- DomainSum: off. Its paper does not say; its release scores with the Hugging Face
-  ``evaluate`` ROUGE (``load('rouge').compute(predictions, references)``), whose defaults
-  are ``use_stemmer=False`` and ``rouge_types=[rouge1, rouge2, rougeL, rougeLsum]``, with
-  rouge-score's default tokenizer (the one used here).
-- AdaptEval: on. The ``rouge1/2/rougeL`` columns of the release's prediction files are
-  reproduced row for row by rouge-score with ``use_stemmer=True`` and plain ``rougeL``.
-- CCSBench, medqsum: on. Neither paper says how ROUGE was stemmed and no scoring code
-  was released with them; the suite keeps the stemming it has always used (rouge-score's
-  common usage) and says so in the results (``rouge_stemming_source``).
-- No benchmark (a direct library call): on, the library default.
+Stemming: rouge-score's Porter stemmer, on or off by the ``rouge_stemming`` setting, else
+by the convention the caller passes (:func:`stemming_for`): the task side passes the
+benchmark's release convention from its record (``lm_eval_tasks/benchmarks/papers/``:
+DomainSum's release scores without stemming, AdaptEval's with it; each record says where
+its value comes from), and the results record which applied (``rouge_stemming_source``).
+No setting and no convention (a direct library call): on, the library default.
 
 Mean versus bootstrap: ``evaluate``'s ROUGE aggregates with ``use_aggregator=True``, i.e.
 ``rouge_score.scoring.BootstrapAggregator`` (1,000 unseeded resamples of the documents
@@ -71,25 +64,7 @@ log = logging.getLogger(__name__)
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
-#: Porter stemming as each benchmark's release scores ROUGE (sources: :data:`STEMMING_SOURCES`)
-RELEASE_STEMMING: dict[str, bool] = {
-    "domainsum": False,
-    "adapteval": True,
-    "ccsbench": True,
-    "medqsum": True,
-}
-
-#: where each :data:`RELEASE_STEMMING` entry comes from
-STEMMING_SOURCES: dict[str, str] = {
-    "domainsum": "release hpzhang94/DomainSum scripts/json_evaluation.py: evaluate's load('rouge').compute() "
-                 "with its default use_stemmer=False",
-    "adapteval": "release anum94/AdaptEval data/predictions/*.csv: rouge1/2/rougeL columns reproduced row for "
-                 "row by rouge-score with use_stemmer=True",
-    "ccsbench": "unknown: the paper does not say and no scoring code is released; the suite's stemming kept",
-    "medqsum": "unknown: the paper does not say and no scoring code is released; the suite's stemming kept",
-}
-
-#: stemming when no benchmark is named (direct library calls)
+#: stemming when neither the setting nor a convention says (direct library calls)
 DEFAULT_STEMMING = True
 
 
@@ -206,21 +181,20 @@ def geometric_mean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def stemming_for(benchmark: str | None, setting: bool | None = None) -> tuple[bool, str]:
-    """(stemming, where it comes from) for ``benchmark`` under the ``rouge_stemming`` setting.
+def stemming_for(setting: bool | None = None, convention: tuple[bool, str] | None = None) -> tuple[bool, str]:
+    """(stemming, where it comes from) under the ``rouge_stemming`` setting.
 
-    An explicit ``setting`` wins (source ``"setting"``); otherwise the benchmark's release
-    convention (:data:`RELEASE_STEMMING`, source ``"release convention of <benchmark>"``);
-    otherwise :data:`DEFAULT_STEMMING` (``"library default"``).
+    An explicit ``setting`` wins (source ``"setting"``); otherwise the ``convention`` the
+    caller passes (``(value, source)``: a benchmark's release convention, from its record
+    on the task side); otherwise :data:`DEFAULT_STEMMING` (``"library default"``).
     """
     if setting is not None:
         if not isinstance(setting, bool):
             raise ValueError(f"rouge_stemming must be true, false or unset, got {setting!r}")
         return setting, "setting"
-    key = (benchmark or "").strip().lower()
-    if key in RELEASE_STEMMING:
-        return RELEASE_STEMMING[key], f"release convention of {key}"
-    return DEFAULT_STEMMING, "library default" + (f" (no convention for {key!r})" if key else "")
+    if convention is not None:
+        return bool(convention[0]), str(convention[1])
+    return DEFAULT_STEMMING, "library default"
 
 
 def _with_means(corpus: dict[str, float]) -> dict[str, float]:
@@ -275,9 +249,9 @@ def rouge_scores(
 
 
 def _rouge_stemming(ctx: Context) -> tuple[bool, str]:
-    """(stemming, its source): the ``rouge_stemming`` setting, else the release convention of
-    ``ctx.benchmark`` (:data:`custom_metrics.rouge.RELEASE_STEMMING`), else stemming."""
-    return stemming_for(ctx.benchmark, ctx.settings.get("rouge_stemming"))
+    """(stemming, its source): the ``rouge_stemming`` setting, else the convention the task
+    side passes in ``ctx.conventions``, else stemming."""
+    return stemming_for(ctx.settings.get("rouge_stemming"), ctx.conventions.get("rouge_stemming"))
 
 
 def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:

@@ -19,68 +19,37 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
+from lm_eval_tasks.benchmarks import papers
+from lm_eval_tasks.benchmarks.record import Benchmark
 
 TASKS_DIR = Path(__file__).resolve().parent
 
-# --------------------------------------------------------------------------- facts
+# --------------------------------------------------------------------------- records
 
-#: DomainSum's three levels of domain shift and their five domains each (paper, Section 3)
-DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = {
-    "genre": ("cnndm", "pubmed", "reddit", "samsum", "wikihow"),
-    "style": ("cnn", "fox", "nydaily", "nytimes", "wapo"),
-    "topic": ("soccer", "crime", "family", "media", "law"),
-}
-ADAPTEVAL_DOMAINS = ("arxiv", "pubmed", "govreport")
-CCSBENCH_SUBSETS = ("length", "keywords", "readability", "focus", "compositional")
-CCSBENCH_CONTROLS = ("length", "keywords", "readability", "focus")
-MEDQSUM_SUBSETS = ("hcm",)
-
-BENCHMARKS = ("domainsum", "adapteval", "ccsbench", "medqsum")
+#: every benchmark's record (:mod:`lm_eval_tasks.benchmarks.papers`), in table order
+RECORDS = papers.RECORDS
+BENCHMARKS = tuple(RECORDS)
 #: the benchmark of every user domain (task YAMLs written by ``domsum new-task``,
 #: :mod:`lm_eval_tasks.benchmarks.own`); its subsets are the user's domains
-USER_BENCHMARK = "own"
+USER_BENCHMARK = papers.USER.name
 #: the suite's benchmarks and the user's, in the order reports list them
-ALL_BENCHMARKS = (*BENCHMARKS, USER_BENCHMARK)
+ALL_BENCHMARKS = tuple(papers.ALL_RECORDS)
 
-#: task ``metadata.version`` per benchmark: bumped when its prompt or a metric changes
-#: (2.0: per-document scores with standard errors, NLTK's own tokenizer; DomainSum 3.0:
-#: ROUGE without stemming as its release; AdaptEval 3.0: Table 7/8 prompts by default;
-#: CCSBench 3.0: Appendix C prompts, C.3 focus judge, CMUdict syllables)
-VERSIONS = {"domainsum": 3.0, "adapteval": 3.0, "ccsbench": 3.0, "medqsum": 2.0}
+# names the tools and tests use for the records' subsets (read from the records)
+DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(RECORDS["domainsum"].levels)
+ADAPTEVAL_DOMAINS = RECORDS["adapteval"].subsets
+CCSBENCH_SUBSETS = RECORDS["ccsbench"].subsets
+CCSBENCH_CONTROLS = papers.ccsbench.CONTROLS
+MEDQSUM_SUBSETS = RECORDS["medqsum"].subsets
 
-#: benchmarks whose records carry a ``system`` text (the paper's system prompt): the
-#: harness sends it as a system message under a chat template, prepends it otherwise
-SYSTEM_PROMPTS = ("ccsbench",)
 
-#: paper citation line recorded in every leaf's metadata
-PAPERS = {
-    "domainsum": "DomainSum (Yuan & Zhang, Findings of NAACL 2025)",
-    "adapteval": "AdaptEval (Afzal et al., 2024)",
-    "ccsbench": "CCSBench (Ding et al., 2024)",
-    "medqsum": "Revisiting Automatic Question Summarization Evaluation in the Biomedical Domain (Yuan et al.)",
-}
-
-# DomainSum new-token budgets: about twice the mean reference length of the paper's
-# Table 5 in Llama tokens, rounded up (PubMed abstracts are long, SAMSum/Reddit one line).
-_DOMAINSUM_GEN = {
-    "cnndm": 128, "pubmed": 384, "reddit": 64, "samsum": 64, "wikihow": 160,
-    "cnn": 96, "fox": 96, "nydaily": 96, "nytimes": 96, "wapo": 96,
-    "soccer": 128, "crime": 128, "family": 128, "media": 128, "law": 128,
-}
-# Stops end a run-on generation at the next prompt marker; none is "\n\n", which would
-# cut multi-line summaries (CNN/DM highlights, WikiHow steps, GovReport paragraphs).
-_DOMAINSUM_UNTIL = {
-    0: ("\n\n\n", "SUMMARY:", "You are an expert at summarization"),
-    2: ("\n\n\n", "Example 3:", "\nDocument:", "Now, summarize the following text"),
-}
-# AdaptEval: the paper's budgets (256 new tokens; GovReport 1,024).
-_ADAPTEVAL_GEN = {"arxiv": 256, "pubmed": 256, "govreport": 1024}
-_ADAPTEVAL_UNTIL = ("Proceed to summarize the following text.", "\nTEXT:", "\n\n\n\n")
-# CCSBench abstracts are at most ~250 words.
-_CCSBENCH_GEN = 300
-# Question summaries are one short sentence.
-_MEDQSUM_GEN = 64
-_MEDQSUM_UNTIL = ("\n", "Question:")
+def record(benchmark: str) -> Benchmark:
+    """The record of ``benchmark`` (the user's record for ``own``); an unknown name is a
+    suite error naming the benchmarks."""
+    try:
+        return papers.ALL_RECORDS[benchmark]
+    except KeyError:
+        raise UnknownTask(f"unknown benchmark {benchmark!r}; benchmarks: {', '.join(ALL_BENCHMARKS)}") from None
 
 
 @dataclass(frozen=True)
@@ -123,13 +92,11 @@ class TaskSpec:
     @property
     def hub_source(self):
         """The hub dataset this subset comes from, or None (mirror only)."""
-        from lm_eval_tasks.data.loader import HUB_SOURCES
-
-        return HUB_SOURCES.get((self.benchmark, self.subset))
+        return record(self.benchmark).hub_sources.get(self.subset)
 
     @property
     def paper(self) -> str:
-        return PAPERS.get(self.benchmark) or (self.source.citation if self.source is not None else "")
+        return self.source.citation if self.source is not None else record(self.benchmark).citation
 
 
 @dataclass(frozen=True)
@@ -169,58 +136,30 @@ def _metric_keys(families: Iterable[str]) -> tuple[str, ...]:
 
 
 def _build() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
-    from custom_metrics.battery import MEDQSUM as MEDQSUM_FAMILIES
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT_UNTIL as CCS_UNTIL
-
+    """Every record expanded: a task per variant and subset, a group per variant (per level
+    where the variant's group names one), and the whole-benchmark list where declared."""
     tasks: dict[str, TaskSpec] = {}
     groups: dict[str, GroupSpec] = {}
-
-    def add(benchmark, subset, shots, variant, families, gen, until, level=None) -> str:
-        spec = TaskSpec(task_name(benchmark, subset, shots, variant), benchmark, subset, shots, variant,
-                        tuple(families), gen, tuple(until), level)
-        tasks[spec.name] = spec
-        return spec.name
-
-    def group(name, members, families=()) -> str:
-        groups[name] = GroupSpec(name, tuple(members), tuple(families))
-        return name
-
-    # DomainSum: 15 domains x {0, 2} shots; a group per level and setting.
-    setting_groups = {0: [], 2: []}
-    for shots in (0, 2):
-        suffix = f"_{shots}shot" if shots else ""
-        for level, domains in DOMAINSUM_LEVELS.items():
-            members = [add("domainsum", d, shots, "", ("rouge", "bertscore"), _DOMAINSUM_GEN[d],
-                           _DOMAINSUM_UNTIL[shots], level) for d in domains]
-            setting_groups[shots].append(group(f"domainsum_{level}{suffix}", members, ("rouge", "bertscore")))
-    # the whole benchmark lists both settings; it never averages zero- and two-shot together
-    group("domainsum", setting_groups[0] + setting_groups[2])
-
-    # AdaptEval: plain, two-shot, judged (LLM judge) and FM (arXiv and PubMed only).
-    base = ("rouge", "bertscore", "dvo")
-    for shots, variant, extra, domains in ((0, "", (), ADAPTEVAL_DOMAINS), (2, "", (), ADAPTEVAL_DOMAINS),
-                                           (0, "judged", ("judge",), ADAPTEVAL_DOMAINS),
-                                           (0, "fm", ("fm",), ("arxiv", "pubmed"))):
-        members = [add("adapteval", d, shots, variant, base + extra, _ADAPTEVAL_GEN[d], _ADAPTEVAL_UNTIL)
-                   for d in domains]
-        if not variant:
-            group("adapteval" + (f"_{shots}shot" if shots else ""), members, base)
-
-    # CCSBench: each subset's controls; zero-shot, three-shot and hard-prompt variants.
-    for shots, variant in ((0, ""), (3, ""), (0, "hard")):
-        members = []
-        for subset in CCSBENCH_SUBSETS:
-            controls = CCSBENCH_CONTROLS if subset == "compositional" else (subset,)
-            members.append(add("ccsbench", subset, shots, variant, ("rouge", *(f"ccs_{c}" for c in controls)),
-                               _CCSBENCH_GEN, CCS_UNTIL))
-        group("ccsbench" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else ""),
-              members, ("rouge",))
-
-    # Biomedical question summarization: the metric battery, a list of families.
-    for shots in (0, 2):
-        members = [add("medqsum", s, shots, "", MEDQSUM_FAMILIES, _MEDQSUM_GEN, _MEDQSUM_UNTIL)
-                   for s in MEDQSUM_SUBSETS]
-        group("medqsum" + (f"_{shots}shot" if shots else ""), members, MEDQSUM_FAMILIES)
+    for rec in RECORDS.values():
+        listed: list[str] = []  # the whole benchmark lists every group; it never averages them together
+        for v in rec.variants:
+            subsets = [s for s in rec.all_subsets() if v.subsets is None or s in v.subsets]
+            parts = ({lv: [s for s in subs if s in subsets] for lv, subs in rec.levels.items()}
+                     if v.group and "{level}" in v.group else {None: subsets})
+            for level, members in parts.items():
+                names = []
+                for subset in members:
+                    spec = TaskSpec(task_name(rec.name, subset, v.shots, v.variant), rec.name, subset, v.shots,
+                                    v.variant, rec.task_families(subset, v), rec.gen_budget(subset),
+                                    rec.stops(v.shots), rec.level_of(subset))
+                    tasks[spec.name] = spec
+                    names.append(spec.name)
+                if v.group:
+                    name = v.group.format(level=level)
+                    groups[name] = GroupSpec(name, tuple(names), rec.families)
+                    listed.append(name)
+        if rec.whole_group:
+            groups[rec.name] = GroupSpec(rec.name, tuple(listed))
     return tasks, groups
 
 
@@ -334,7 +273,8 @@ def metric_keys(spec: TaskSpec) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- YAMLs
 
-HEADER = "# Generated from lm_eval_tasks/catalog.py; edit the catalogue, not this file.\n"
+HEADER = ("# Generated from the benchmark records (lm_eval_tasks/benchmarks/papers/) by lm_eval_tasks/catalog.py;\n"
+          "# edit the record, not this file.\n")
 
 
 def _yaml_list(items: Iterable[str], indent: str = "  ") -> str:
@@ -369,9 +309,9 @@ def template_yaml(benchmark: str) -> str:
         + "test_split: test\n"
         + 'doc_to_text: "{{prompt}}"\n'
         + 'doc_to_target: "{{summary}}"\n'
-        + ('description: "{{system}}"\n' if benchmark in SYSTEM_PROMPTS else "")
-        + f"metadata:\n  version: {VERSIONS[benchmark]}\n"
-        + f"  paper: {json.dumps(PAPERS[benchmark])}\n"
+        + ('description: "{{system}}"\n' if record(benchmark).system_prompt else "")
+        + f"metadata:\n  version: {record(benchmark).version}\n"
+        + f"  paper: {json.dumps(record(benchmark).citation)}\n"
     )
 
 

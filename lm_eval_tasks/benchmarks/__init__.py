@@ -15,7 +15,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from lm_eval_tasks.catalog import TaskSpec, lookup
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the catalogue imports this package's records
+    from lm_eval_tasks.catalog import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,9 @@ def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None =
     model's window happens per document when the harness renders it
     (:mod:`~lm_eval_tasks.benchmarks.budget`).
     """
-    spec = task if isinstance(task, TaskSpec) else lookup(task)
+    from lm_eval_tasks.catalog import lookup
+
+    spec = lookup(task) if isinstance(task, str) else task
     module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
     n = spec.shots if shots is None else shots
 

@@ -68,7 +68,7 @@ from typing import Any
 from custom_metrics.ccs import (
     FOCUS_ANSWERS, FOCUS_CLASSES, FOCUS_INSTRUCTION, FOCUS_SYSTEM, N_BINS, bin_bounds, focus_messages,
 )
-from lm_eval_tasks.data.loader import DataError
+from lm_eval_tasks.data.records import DataError
 
 PAPER_SOURCE = "CCSBench Appendix C.4/C.5 (paper text)"
 FOCUS_PAPER_SOURCE = "CCSBench Appendix C.3 (paper text)"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
+from lm_eval_tasks.benchmarks.papers import USER
 from lm_eval_tasks.catalog import USER_BENCHMARK
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,8 @@ log = logging.getLogger(__name__)
 BENCHMARK = USER_BENCHMARK
 #: the key under the YAML's ``metadata`` that holds the suite's part of the record
 RECORD_KEY = "domain"
-#: the families a new domain reports unless its block lists others
-DEFAULT_FAMILIES = ("rouge", "bertscore", "dvo")
+#: the families a new domain reports unless its block lists others (the user record's)
+DEFAULT_FAMILIES = USER.families
 #: ``dataset_path`` values read from local files; anything else is a hub dataset
 FILE_FORMATS = ("json", "csv")
 #: fields of the ``metadata.domain`` block, and what each means (the YAML's comments)
@@ -136,7 +137,7 @@ def spec_from_config(config: Mapping[str, Any], origin: str = "") -> Any:
     gen = config.get("generation_kwargs") or {}
     try:
         shots = int(config.get("num_fewshot") or 0)
-        max_gen = int(gen.get("max_gen_toks") or 256)
+        max_gen = int(gen.get("max_gen_toks") or USER.gen_budget(""))
     except (TypeError, ValueError):
         raise RecordError(f"{where}: num_fewshot and generation_kwargs.max_gen_toks must be integers") from None
     if shots not in (0, 2):

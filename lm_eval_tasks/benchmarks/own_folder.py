@@ -23,12 +23,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lm_eval_tasks.benchmarks.papers import RECORDS
 from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 #: stops of DomainSum's prompts (a run-on generation ends at the next prompt marker)
-UNTIL = {0: ("\n\n\n", "SUMMARY:", "You are an expert at summarization"),
-         2: ("\n\n\n", "Example 3:", "\nDocument:", "Now, summarize the following text")}
+UNTIL = RECORDS["domainsum"].until
 #: tokens per word of English text in the usual LLM tokenizers (Llama, GPT-2: about 1.3)
 TOKENS_PER_WORD = 1.3
 

@@ -20,9 +20,10 @@ from custom_metrics.analysis.stats.coefficients import COEFFICIENTS
 from custom_metrics.analysis.stats.levels import LEVELS
 from custom_metrics.analysis.stats.resampling import RESAMPLING, TESTS
 from custom_metrics.outputs import OutputError, output_folder
-from custom_metrics.rouge import RELEASE_STEMMING
+from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.report.meta_eval_page import write_page
+from lm_eval_tasks.scoring_context import conventions
 from lm_eval_tasks.settings import judge_config, resolve
 
 
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--test-level", choices=LEVELS, default="global", help="level of the metric-vs-metric test")
     ap.add_argument("--test-coefficient", choices=COEFFICIENTS, default="pearson",
                     help="coefficient of the metric-vs-metric test")
-    ap.add_argument("--benchmark", choices=sorted(RELEASE_STEMMING), default=None,
+    ap.add_argument("--benchmark", choices=sorted(catalog.BENCHMARKS), default=None,
                     help="--compute rouge stems as this benchmark's release does (unless rouge_stemming is set)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
@@ -99,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                           progress=resolve(meta, "progress"), consensus=args.consensus, columns=columns,
                           annotators=args.annotators, scores=args.scores, resampling=args.resample, test=args.test,
                           test_level=args.test_level, test_coefficient=args.test_coefficient,
-                          rouge_stemming=resolve(meta, "rouge_stemming"), benchmark=args.benchmark)
+                          rouge_stemming=resolve(meta, "rouge_stemming"),
+                          rouge_convention=conventions(args.benchmark or "").get("rouge_stemming"))
             page = out / write_page(partial, summary).name
     except (MetaEvalError, OutputError) as exc:  # the library names the file and rows; one line, no traceback
         print(f"meta_eval: error: {exc}", file=sys.stderr)

@@ -22,17 +22,16 @@ import logging
 import os
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.data.records import DEFAULT_FIELDS, DataError, json_lines, validate_record, where_prefix
+from lm_eval_tasks.benchmarks.papers import RECORDS
+from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, json_lines, validate_record, where_prefix
 from lm_eval_tasks.data.user_files import iter_records, user_source
 from lm_eval_tasks.settings import SETTINGS, resolve
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "validation", "test")
 #: the environment variable of the ``data_dir`` setting (read by the settings resolver only)
 ENV_DATA_DIR = SETTINGS["data_dir"].env
 PREPARE_HINT = "domsum prepare-data --help"
@@ -96,69 +95,10 @@ def sampled_test(records: Sequence[Any], metadata: Any) -> list[Any]:
 # --------------------------------------------------------------------------- hub
 
 
-@dataclass(frozen=True)
-class HubSource:
-    """Where and how a subset comes from the hub.
-
-    ``splits`` maps our split name to the hub split; a single hub split shared by
-    several of ours (Reddit TIFU has only ``train``) is partitioned disjointly with
-    the seed. ``sample`` gives the paper's per-split sample size (None = all).
-    """
-
-    path: str
-    name: str | None
-    document: str
-    summary: str
-    splits: dict[str, str] = field(default_factory=lambda: {s: s for s in SPLITS})
-    sample: dict[str, int | None] = field(default_factory=dict)
-    seed: int = 42
-    note: str = ""
-
-
-DOMAINSUM_SAMPLE = {"test": 500, "validation": 500, "train": 10000}
-
-# The genre level of DomainSum, as in the paper (Section 3.1); style and topic come
-# only from the authors' release or Newsroom's manual download.
+#: every hub source of the suite's benchmarks, by ``(benchmark, subset)``: read from the
+#: benchmark records (:mod:`lm_eval_tasks.benchmarks.papers`), where each is declared
 HUB_SOURCES: dict[tuple[str, str], HubSource] = {
-    ("domainsum", "cnndm"): HubSource(
-        "abisee/cnn_dailymail", "3.0.0", "article", "highlights", sample=DOMAINSUM_SAMPLE
-    ),
-    ("domainsum", "pubmed"): HubSource(
-        "ccdv/pubmed-summarization", "document", "article", "abstract",
-        sample=DOMAINSUM_SAMPLE,
-    ),
-    ("domainsum", "reddit"): HubSource(
-        "ctr4si/reddit_tifu", "long", "documents", "tldr",
-        splits={"train": "train", "validation": "train", "test": "train"},
-        sample=DOMAINSUM_SAMPLE,
-        note="Reddit TIFU (long) has one split; ours are a seeded disjoint partition.",
-    ),
-    ("domainsum", "samsum"): HubSource(
-        "knkarthick/samsum", None, "dialogue", "summary", sample=DOMAINSUM_SAMPLE
-    ),
-    ("domainsum", "wikihow"): HubSource(
-        "gursi26/wikihow-cleaned", None, "text", "headline",
-        splits={"train": "train", "validation": "train", "test": "train"},
-        sample=DOMAINSUM_SAMPLE,
-        note="WikiHow's official loader needs a manual download; this mirror has one split.",
-    ),
-    ("adapteval", "arxiv"): HubSource(
-        "ccdv/arxiv-summarization", "document", "article", "abstract"
-    ),
-    ("adapteval", "pubmed"): HubSource(
-        "ccdv/pubmed-summarization", "document", "article", "abstract"
-    ),
-    ("adapteval", "govreport"): HubSource(
-        "ccdv/govreport-summarization", None, "report", "summary"
-    ),
-    # HealthCareMagic question summarization (BioBART/HELM preprocessing): ``src`` is
-    # the whole "Patient: ... Doctor: ..." dialogue; the medqsum loader keeps only
-    # the patient's question. Splits 181,122 / 22,641 / 22,642.
-    ("medqsum", "hcm"): HubSource(
-        "lighteval/med_dialog", "healthcaremagic", "src", "tgt",
-        note="src holds the doctor's reply too; lm_eval_tasks.medqsum strips it.",
-    ),
-}
+    (rec.name, subset): src for rec in RECORDS.values() for subset, src in rec.hub_sources.items()}
 
 
 def _load_hub_split(

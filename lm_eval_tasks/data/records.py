@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from custom_metrics.errors import SuiteError
 
 #: the fields every summarization record has
 DEFAULT_FIELDS = ("document", "summary")
+#: the splits of a data source, in the mirror's file names
+SPLITS = ("train", "validation", "test")
 
 
 class DataError(SuiteError, ValueError):
@@ -80,4 +83,23 @@ def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError)
 
 
 
-__all__ = ["DEFAULT_FIELDS", "DataError", "check_text", "json_lines", "validate_record", "where_prefix"]
+@dataclass(frozen=True)
+class HubSource:
+    """Where and how a subset comes from the hub.
+
+    ``splits`` maps our split name to the hub split; a single hub split shared by
+    several of ours (Reddit TIFU has only ``train``) is partitioned disjointly with
+    the seed. ``sample`` gives the paper's per-split sample size (None = all).
+    """
+
+    path: str
+    name: str | None
+    document: str
+    summary: str
+    splits: dict[str, str] = field(default_factory=lambda: {s: s for s in SPLITS})
+    sample: dict[str, int | None] = field(default_factory=dict)
+    seed: int = 42
+    note: str = ""
+
+
+__all__ = ["HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "check_text", "json_lines", "validate_record", "where_prefix"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from custom_metrics import battery, registry
 from custom_metrics.hf_models import ModelUnavailable
-from lm_eval_tasks import catalog, settings
+from lm_eval_tasks import catalog, scoring_context, settings
 from lm_eval_tasks.benchmarks import family_options
 from lm_eval_tasks.results import first_text
 
@@ -81,11 +81,8 @@ def family_context(spec: catalog.TaskSpec, name: str, meta: Mapping[str, Any]) -
         from custom_metrics.judge import JudgeStats
 
         options["judge_stats"] = JudgeStats()  # what the family's judge calls did, for the log
-    return registry.Context(
-        benchmark=spec.benchmark, subset=spec.subset,
-        settings=settings.resolve_many(meta, fam.settings),
-        judge=settings.judge_config(meta) if "judge" in fam.needs else None,
-        options=options, progress=settings.resolve(meta, "progress"))
+    return scoring_context.family_context(name, meta, benchmark=spec.benchmark, subset=spec.subset,
+                                          options=options)
 
 
 class ShardScoring:

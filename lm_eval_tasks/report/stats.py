@@ -49,8 +49,10 @@ def aggregation_of(key: str) -> str:
         return "mean"
 
 
-def _context(run: Run) -> registry.Context:
-    return registry.Context(benchmark=run.benchmark, subset=run.subset)
+def _context(run: Run, family: str) -> registry.Context:
+    from lm_eval_tasks.scoring_context import family_context
+
+    return family_context(family, benchmark=run.benchmark, subset=run.subset)
 
 
 def statistic_for(run: Run, key: str):
@@ -58,7 +60,8 @@ def statistic_for(run: Run, key: str):
     how = aggregation_of(key)
     if how in ("mean", "nanmean"):
         return how
-    fam, ctx = registry.family_of(key), _context(run)
+    fam = registry.family_of(key)
+    ctx = _context(run, fam.name)
     return lambda items: registry.aggregate(fam, key, items, ctx)
 
 

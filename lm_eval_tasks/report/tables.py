@@ -37,22 +37,15 @@ from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
 from lm_eval_tasks.report.formats import counted
+from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents
 from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
 from lm_eval_tasks.report.verdicts import VERDICT_CAPTION, p_text
 
-#: the keys each benchmark's paper tables print (ordered); column names are the keys' display
-#: names (:func:`custom_metrics.registry.display_name`)
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "domainsum": ("rouge_geo", "rouge_mean", "bertscore_f1"),
-    "adapteval": ("bertscore_f1", "dvo", "rouge_geo", "domain_adaptation", "coherence", "fluency", "fm"),
-    "own": ("rouge_geo", "rouge_mean", "bertscore_f1", "dvo"),
-    "ccsbench": ("length_pcc", "length_mad", "keyword_sr", "fkgl_normal", "fkgl_high", "delta_fkgl",
-                 "focus_macro_f1", "rouge_geo"),
-}
-#: significance marker: p below this
-ALPHA = 0.05
+#: the keys each benchmark's paper tables print (ordered), from its record's ``headline``;
+#: column names are the keys' display names (:func:`custom_metrics.registry.display_name`)
+HEADLINE: dict[str, tuple[str, ...]] = {name: rec.headline for name, rec in ALL_RECORDS.items() if rec.headline}
 
 
 @dataclass
@@ -114,16 +107,20 @@ class Builder:
             self.notes.append(text)
 
     def headline(self, benchmark: str) -> list[tuple[str, str]]:
-        """The headline keys present in the benchmark's runs (every averaged key for medqsum)."""
+        """The keys the benchmark's tables show: its record's headline keys present in its
+        runs first (by display name), then the averaged keys of every other family the runs
+        report (by key), so a family added to a record shows without another edit."""
         present = {k for r in self.runs.of(benchmark) for k, v in r.values.items()}
-        if benchmark in HEADLINE:
-            return [(k, registry.display_name(k)) for k in HEADLINE[benchmark] if k in present]
-        ordered: list[str] = []
+        shown = [(k, registry.display_name(k)) for k in HEADLINE.get(benchmark, ()) if k in present]
+        covered = {registry.family_of(k).name for k, _ in shown}
         for r in self.runs.of(benchmark):
-            for k in catalog.metric_keys(r.spec):
-                if k in present and k not in ordered and aggregation_of(k) != "sum":
-                    ordered.append(k)
-        return [(k, k) for k in ordered]
+            for fam in r.spec.families:
+                if fam in covered:
+                    continue
+                covered.add(fam)
+                shown += [(k, k) for k in registry.family_keys(fam)
+                          if k in present and aggregation_of(k) != "sum" and (k, k) not in shown]
+        return shown
 
     # ------------------------------------------------------------ cells
 
@@ -451,8 +448,9 @@ def test_caption(opt: Options) -> str:
 
 
 def paper(benchmark: str) -> str:
-    return {"domainsum": "DomainSum", "adapteval": "AdaptEval", "ccsbench": "CCSBench",
-            "medqsum": "Medical question summarization", "own": "Your own domains"}.get(benchmark, benchmark)
+    """The benchmark's title in headings (its record's ``title``)."""
+    rec = ALL_RECORDS.get(benchmark)
+    return rec.title if rec is not None else benchmark
 
 
 def order(run: Run) -> int:
@@ -491,5 +489,5 @@ def base_label_of(runs: Runs, identity: tuple) -> str:
     return short_name(identity[0]) + (f" [{settings}]" if settings else "")
 
 
-__all__ = ["ALPHA", "Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of",
+__all__ = ["Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of",
            "cross_domain_groups"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from custom_metrics import judge_metrics, registry
-from lm_eval_tasks import settings
+from lm_eval_tasks import scoring_context, settings
 from lm_eval_tasks.catalog import UnknownTask
 from lm_eval_tasks.rescoring.options import Options, ScoreError
 
@@ -80,22 +80,12 @@ def family_options(name: str, keys: list[str], args: Options, task: str | None,
     return {}
 
 
-def family_settings(fam: registry.Family, keys: list[str], meta: dict) -> dict[str, Any]:
-    """The family's resolved settings."""
-    return settings.resolve_many(meta, fam.settings)
-
-
 def family_context(name: str, keys: list[str], args: Options, task: str | None, benchmark: str,
              domain: str | None) -> registry.Context:
     """The registry context one family scores with: the benchmark and domain, its resolved
     settings, the judge where it needs one, and its options."""
-    fam = registry.get(name)
-    return registry.Context(
-        benchmark=benchmark, subset=domain or "",
-        settings=family_settings(fam, keys, args.metadata),
-        judge=settings.judge_config(args.metadata) if "judge" in fam.needs else None,
-        options=family_options(name, keys, args, task, benchmark),
-        progress=settings.resolve(args.metadata, "progress"))
+    return scoring_context.family_context(name, args.metadata, benchmark=benchmark, subset=domain or "",
+                                          options=family_options(name, keys, args, task, benchmark))
 
 
 def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: str | None) -> dict:
@@ -118,5 +108,5 @@ def reads_document(selection: dict[str, list[str]]) -> list[str]:
             if name == "judge" or k in ("blanc_help", "blanc_tune")]
 
 
-__all__ = ["family_context", "family_options", "family_settings", "parse_metrics", "preflight", "reads_document",
+__all__ = ["family_context", "family_options", "parse_metrics", "preflight", "reads_document",
            "task_selection"]

@@ -8,6 +8,7 @@ import pytest
 
 from custom_metrics import battery, registry
 from custom_metrics.registry import Batch, Context
+from lm_eval_tasks.scoring_context import family_context
 from helpers.conventions import RELEASE_DA_SYSTEM, RELEASE_DA_USER, TABLE8_SYSTEM, TABLE8_USER
 
 
@@ -23,7 +24,7 @@ def _rouge1(ctx: Context) -> float:
 @pytest.mark.parametrize("benchmark, stemmed", [("domainsum", False), ("adapteval", True),
                                                 ("ccsbench", True), ("medqsum", True), ("", True)])
 def test_rouge_family_follows_each_release(benchmark, stemmed):
-    ctx = Context(benchmark=benchmark)
+    ctx = family_context("rouge", benchmark=benchmark)
     assert _rouge1(ctx) == (1.0 if stemmed else 0.0)
     assert ctx.record["rouge_stemming"] is stemmed
     assert ctx.record["rouge_stemming_source"] == (
@@ -33,7 +34,7 @@ def test_rouge_family_follows_each_release(benchmark, stemmed):
 @pytest.mark.parametrize("benchmark", ["domainsum", "adapteval"])
 @pytest.mark.parametrize("setting", [False, True])
 def test_rouge_stemming_setting_overrides_the_convention(benchmark, setting):
-    ctx = Context(benchmark=benchmark, settings={"rouge_stemming": setting})
+    ctx = family_context("rouge", {"rouge_stemming": setting}, benchmark=benchmark)
     assert _rouge1(ctx) == (1.0 if setting else 0.0)
     described = registry.get("rouge").describe(ctx)
     assert described["rouge_stemming"] is setting and described["rouge_stemming_source"] == "setting"
@@ -42,22 +43,25 @@ def test_rouge_stemming_setting_overrides_the_convention(benchmark, setting):
 def test_rouge_describe_records_the_convention_before_scoring():
     fam = registry.get("rouge")
     assert "rouge_stemming" in fam.settings
-    d = fam.describe(Context(benchmark="domainsum"))
+    d = fam.describe(family_context("rouge", benchmark="domainsum"))
     assert d["rouge_stemming"] is False and d["rouge_stemming_source"] == "release convention of domainsum"
-    assert fam.describe(Context(benchmark="adapteval"))["rouge_stemming"] is True
+    assert fam.describe(family_context("rouge", benchmark="adapteval"))["rouge_stemming"] is True
+    # the metric library alone names no benchmark: a bare context gets the library default
+    assert fam.describe(Context(benchmark="domainsum"))["rouge_stemming_source"] == "library default"
 
 
-def test_release_table_names_a_source_for_every_benchmark():
-    from custom_metrics.rouge import RELEASE_STEMMING, STEMMING_SOURCES, stemming_for
+def test_every_benchmark_record_says_where_its_stemming_comes_from():
+    from custom_metrics.rouge import stemming_for
+    from lm_eval_tasks.catalog import RECORDS
 
-    assert RELEASE_STEMMING == {"domainsum": False, "adapteval": True, "ccsbench": True, "medqsum": True}
-    assert set(STEMMING_SOURCES) == set(RELEASE_STEMMING)
-    assert "json_evaluation.py" in STEMMING_SOURCES["domainsum"]
-    assert stemming_for("DomainSum") == (False, "release convention of domainsum")
-    assert stemming_for("other") == (True, "library default (no convention for 'other')")
+    assert {n: r.conventions["rouge_stemming"].value for n, r in RECORDS.items()} == {
+        "domainsum": False, "adapteval": True, "ccsbench": True, "medqsum": True}
+    assert "json_evaluation.py" in RECORDS["domainsum"].conventions["rouge_stemming"].source
+    assert all(r.conventions["rouge_stemming"].source for r in RECORDS.values())
+    assert stemming_for(None, (False, "release convention of domainsum")) == (False, "release convention of domainsum")
+    assert stemming_for() == (True, "library default")
     with pytest.raises(ValueError, match="rouge_stemming"):
-        stemming_for("domainsum", "false")  # settings convert strings; a raw string is a mistake
-
+        stemming_for("false")  # settings convert strings; a raw string is a mistake
 
 def test_domainsum_fixture_scores_change_with_the_default(fixture_data_dir):
     """The DomainSum family's default equals rouge-score without stemming, AdaptEval's with it."""
@@ -74,7 +78,7 @@ def test_domainsum_fixture_scores_change_with_the_default(fixture_data_dir):
         scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
         want = {k: sum(scorer.score(r, p)[k].fmeasure for p, r in zip(preds, refs)) / len(recs)
                 for k in ("rouge1", "rouge2", "rougeL")}
-        got = registry.score_corpus(["rouge"], batch, Context(benchmark=benchmark))
+        got = registry.score_corpus(["rouge"], batch, family_context("rouge", benchmark=benchmark))
         for k, v in want.items():
             assert got[k] == pytest.approx(v, abs=1e-12), (benchmark, k)
         assert got["rouge_mean"] == pytest.approx(sum(want.values()) / 3)
@@ -101,7 +105,9 @@ def test_medqsum_battery_takes_the_convention_through_its_config():
         values, facts = battery_documents([STEM_PRED], [STEM_REF], config={**config, "metrics": ["rouge"]})
         assert values["rouge1"] == [r1]
         assert facts["details"]["rouge_stemming"] is (r1 == 1.0)
-        assert facts["details"]["rouge_stemming_source"] == ("setting" if config else "release convention of medqsum")
+        # the library alone applies its default (stemming, the value of medqsum's convention too);
+        # medqsum's tasks pass their record's convention and record it as such
+        assert facts["details"]["rouge_stemming_source"] == ("setting" if config else "library default")
 
 
 # Table 7, 0-SHOT PROMPT

@@ -24,8 +24,11 @@ def _table():
     (None, None, True, "library default"),
 ])
 def test_compute_rouge_follows_the_setting_then_the_benchmark(setting, benchmark, stem, source):
+    from lm_eval_tasks.scoring_context import conventions
+
     df = _table()
-    info = meta_eval.compute_metrics(df, ["rouge"], rouge_stemming=setting, benchmark=benchmark)
+    info = meta_eval.compute_metrics(df, ["rouge"], rouge_stemming=setting,
+                                     rouge_convention=conventions(benchmark or "").get("rouge_stemming"))
     assert info["rouge_stemming"] is stem and info["rouge_stemming_source"] == source
     want = [d["rougeL"] for d in rouge_per_document(list(df["summary"]), list(df["reference"]), use_stemmer=stem)]
     assert list(df["our_rougeL"]) == pytest.approx(want)

@@ -104,6 +104,6 @@ def test_changelog_ends_at_the_current_task_version(benchmark):
     entries = [ENTRY.match(line) for line in _section(_lines(benchmark), "### Changelog") if line.startswith("* ")]
     assert entries and all(entries), "each changelog entry reads `* vX.Y (YYYY-MM-DD): what changed`"
     versions = [float(m.group(1)) for m in entries]
-    assert versions[0] == catalog.VERSIONS[benchmark], "the newest entry is the YAMLs' metadata.version"
+    assert versions[0] == catalog.record(benchmark).version, "the newest entry is the YAMLs' metadata.version"
     assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
-    assert f"version: {catalog.VERSIONS[benchmark]}" in catalog.template_yaml(benchmark)
+    assert f"version: {catalog.record(benchmark).version}" in catalog.template_yaml(benchmark)

@@ -89,7 +89,7 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
         columns: dict[str, str] | None = None, annotators: str = "expert",
         scores: str | Path | None = None, resampling: str = "both", test: str = "permutation",
         test_level: str = "global", test_coefficient: str = "pearson", rouge_stemming: bool | None = None,
-        benchmark: str | None = None) -> dict[str, Any]:
+        rouge_convention: tuple[bool, str] | None = None) -> dict[str, Any]:
     """Meta-evaluate the metric table at ``path`` into the folder ``out``.
 
     Returns what ``summary.json`` holds plus the data frames (``table``: every
@@ -101,8 +101,8 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     ``annotators`` and ``scores`` are :func:`.inputs.load_inputs`'s. ``resampling``: the
     bootstrap and permutation unit (``systems``, ``documents``, ``both``); ``test``:
     ``permutation`` or ``williams`` at ``test_level`` / ``test_coefficient``;
-    ``rouge_stemming``: ``--compute rouge``'s Porter stemming (None: the convention of
-    ``benchmark`` when named, else the library default;
+    ``rouge_stemming``: ``--compute rouge``'s Porter stemming (None: ``rouge_convention``,
+    a benchmark's ``(value, source)``, when given, else the library default;
     :func:`custom_metrics.rouge.stemming_for`), recorded in ``compute``. Raises
     :class:`MetaEvalError` on unusable input.
     """
@@ -114,7 +114,7 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     info = compute_metrics(df, compute, bertscore_model=bertscore_model, bertscore_layers=bertscore_layers,
                            judge_config=judge_config, fm_variant=fm_variant, ppl_model=ppl_model,
                            blanc_model=blanc_model, progress=progress,
-                           rouge_stemming=rouge_stemming, benchmark=benchmark) if compute else {}
+                           rouge_stemming=rouge_stemming, rouge_convention=rouge_convention) if compute else {}
     cols = list(metrics) if metrics else metric_columns(df)
     missing = [c for c in cols if c not in df.columns]
     if missing:

@@ -80,7 +80,8 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
                     bertscore_layers: int | None = None, judge_config: Any = None,
                     fm_variant: str = "zero", ppl_model: str | None = None,
                     blanc_model: str | None = None, progress: bool | None = False,
-                    rouge_stemming: bool | None = None, benchmark: str | None = None) -> dict[str, Any]:
+                    rouge_stemming: bool | None = None,
+                    rouge_convention: tuple[bool, str] | None = None) -> dict[str, Any]:
     """Add our own per-summary metric columns (``our_<name>``) in place.
 
     ``rouge`` -> ``our_rougeL``; ``bertscore`` -> ``our_bertscore_f1``; any other family
@@ -91,8 +92,9 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     ``chrf`` -> sentence-level chrF (the battery's chrF is corpus-level); ``fm`` ->
     ``our_fm``, ``our_fm_vanilla`` (judge). ``progress``: the battery's bar on stderr
     (:mod:`custom_metrics.progress`; the judge's follows its own configuration).
-    ``rouge_stemming`` / ``benchmark``: ROUGE's Porter stemming is the setting when given,
-    else ``benchmark``'s release convention, else the library default
+    ``rouge_stemming`` / ``rouge_convention``: ROUGE's Porter stemming is the setting when
+    given, else the convention passed (``(value, source)``: a benchmark's release convention,
+    which the command reads from the benchmark's record), else the library default
     (:func:`custom_metrics.rouge.stemming_for`); what was used is returned as
     ``rouge_stemming`` and ``rouge_stemming_source``.
     """
@@ -110,7 +112,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
         from custom_metrics.rouge import stemming_for
 
         try:
-            stemming, info["rouge_stemming_source"] = stemming_for(benchmark, rouge_stemming)
+            stemming, info["rouge_stemming_source"] = stemming_for(rouge_stemming, rouge_convention)
         except ValueError as exc:
             raise MetaEvalError(str(exc)) from None
         info["rouge_stemming"] = stemming

@@ -1,0 +1,37 @@
+"""AdaptEval (Afzal et al., 2024): every fact of the benchmark.
+
+arXiv, PubMed and GovReport (the ``ccdv/*-summarization`` copies, with the paper's
+filters), zero- and two-shot prompts (Table 7, :mod:`lm_eval_tasks.benchmarks.adapteval`),
+ROUGE, BERTScore and Domain Vocabulary Overlap; opt-in LLM-judge (domain adaptation,
+coherence, fluency) and Facet-aware Metric variants.
+"""
+
+from __future__ import annotations
+
+from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
+from lm_eval_tasks.data.records import HubSource
+
+RECORD = Benchmark(
+    name="adapteval",
+    title="AdaptEval",
+    citation="AdaptEval (Afzal et al., 2024)",
+    # 3.0: Table 7/8 prompts by default
+    version=3.0,
+    subsets=("arxiv", "pubmed", "govreport"),
+    families=("rouge", "bertscore", "dvo"),
+    variants=(Variant(0, group="adapteval"), Variant(2, group="adapteval_2shot"),
+              Variant(0, "judged", ("judge",)), Variant(0, "fm", ("fm",), subsets=("arxiv", "pubmed"))),
+    # the paper's budgets: 256 new tokens; GovReport 1,024
+    max_gen_toks={"arxiv": 256, "pubmed": 256, "govreport": 1024},
+    until=("Proceed to summarize the following text.", "\nTEXT:", "\n\n\n\n"),
+    headline=("bertscore_f1", "dvo", "rouge_geo", "domain_adaptation", "coherence", "fluency", "fm"),
+    hub_sources={
+        "arxiv": HubSource("ccdv/arxiv-summarization", "document", "article", "abstract"),
+        "pubmed": HubSource("ccdv/pubmed-summarization", "document", "article", "abstract"),
+        "govreport": HubSource("ccdv/govreport-summarization", None, "report", "summary"),
+    },
+    conventions={
+        "rouge_stemming": Convention(True, "release anum94/AdaptEval data/predictions/*.csv: rouge1/2/rougeL "
+                                           "columns reproduced row for row by rouge-score with use_stemmer=True"),
+    },
+)

@@ -1,0 +1,39 @@
+"""CCSBench (Ding et al., 2024): every fact of the benchmark.
+
+Compositional controllable summarization of scientific abstracts: length, keywords,
+readability and focus, alone and composed (Section 3); zero-shot (Appendix C.4),
+three-shot (C.5) and ``Attribute: Value`` (Appendix A) prompts with the paper's system
+message (:mod:`lm_eval_tasks.benchmarks.ccsbench_prompts`); controllability metrics.
+"""
+
+from __future__ import annotations
+
+from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT_UNTIL
+from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
+
+#: the attributes a compositional summary controls at once
+CONTROLS = ("length", "keywords", "readability", "focus")
+
+RECORD = Benchmark(
+    name="ccsbench",
+    title="CCSBench",
+    citation="CCSBench (Ding et al., 2024)",
+    # 3.0: Appendix C prompts, C.3 focus judge, CMUdict syllables
+    version=3.0,
+    subsets=(*CONTROLS, "compositional"),
+    families=("rouge",),
+    subset_families={**{c: (f"ccs_{c}",) for c in CONTROLS},
+                     "compositional": tuple(f"ccs_{c}" for c in CONTROLS)},
+    variants=(Variant(0, group="ccsbench"), Variant(3, group="ccsbench_3shot"),
+              Variant(0, "hard", group="ccsbench_hard")),
+    # the abstracts are at most about 250 words
+    max_gen_toks=300,
+    until=DEFAULT_UNTIL,
+    headline=("length_pcc", "length_mad", "keyword_sr", "fkgl_normal", "fkgl_high", "delta_fkgl",
+              "focus_macro_f1", "rouge_geo"),
+    conventions={
+        "rouge_stemming": Convention(True, "unknown: the paper does not say and no scoring code is released; "
+                                           "the suite's stemming kept"),
+    },
+    system_prompt=True,
+)

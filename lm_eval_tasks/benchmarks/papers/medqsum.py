@@ -1,0 +1,36 @@
+"""Revisiting Automatic Question Summarization Evaluation in the Biomedical Domain
+(Yuan et al.): every fact of the benchmark.
+
+HealthCareMagic question summarization (the BioBART/HELM preprocessing of
+``lighteval/med_dialog``, the patient's question kept), zero- and two-shot prompts
+(:mod:`lm_eval_tasks.benchmarks.medqsum`), and the paper's metric battery
+(:data:`custom_metrics.battery.MEDQSUM`).
+"""
+
+from __future__ import annotations
+
+from custom_metrics.battery import MEDQSUM
+from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
+from lm_eval_tasks.data.records import HubSource
+
+RECORD = Benchmark(
+    name="medqsum",
+    title="Medical question summarization",
+    citation="Revisiting Automatic Question Summarization Evaluation in the Biomedical Domain (Yuan et al.)",
+    version=2.0,
+    subsets=("hcm",),
+    families=MEDQSUM,
+    variants=(Variant(0, group="medqsum"), Variant(2, group="medqsum_2shot")),
+    # question summaries are one short sentence
+    max_gen_toks=64,
+    until=("\n", "Question:"),
+    hub_sources={
+        # ``src`` is the whole "Patient: ... Doctor: ..." dialogue; splits 181,122 / 22,641 / 22,642
+        "hcm": HubSource("lighteval/med_dialog", "healthcaremagic", "src", "tgt",
+                         note="src holds the doctor's reply too; lm_eval_tasks.medqsum strips it."),
+    },
+    conventions={
+        "rouge_stemming": Convention(True, "unknown: the paper does not say and no scoring code is released; "
+                                           "the suite's stemming kept"),
+    },
+)

@@ -1,0 +1,98 @@
+"""The record type every benchmark of the suite is declared with, and a user's domain too.
+
+Why one type: a benchmark's facts (subsets and levels, data sources, generation budgets
+and stops, metric families and the keys its tables show first, scoring conventions,
+version and citation) used to live in eight modules; a contributor changing one fact had
+to find them all. Each paper now declares one :class:`Benchmark` in
+:mod:`lm_eval_tasks.benchmarks.papers` (the shape of lighteval's task configs and HELM's
+run specs: every fact beside the paper's citation), and everything else reads it: the
+catalogue expands it into tasks, groups and YAMLs, the loader takes its hub sources,
+the report its headline keys and title, scoring its conventions as setting defaults.
+
+This module imports no loader, no harness and no metric code: records are plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lm_eval_tasks.data.records import HubSource
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kind of task a benchmark expands into, for every subset (or ``subsets``).
+
+    ``group``: the name of the group averaging the variant's tasks over ``group_families``
+    (None: no group; a group of mixed settings is a list, never a mean).
+    """
+
+    shots: int = 0
+    variant: str = ""
+    extra_families: tuple[str, ...] = ()
+    subsets: tuple[str, ...] | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A scoring setting's value as the paper's release scores, and where that comes from:
+    the default the metric library receives for the benchmark's tasks (an explicit
+    setting still wins)."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Every fact of one benchmark.
+
+    ``levels`` groups the subsets (DomainSum's genre/style/topic); ``subsets`` lists
+    them when there are no levels. ``families`` are the metric families every task
+    reports (``subset_families`` adds per subset: CCSBench's controls). ``max_gen_toks``
+    and ``until`` are per subset and per shot count where they differ.
+    """
+
+    name: str
+    title: str
+    citation: str
+    version: float
+    families: tuple[str, ...]
+    variants: tuple[Variant, ...]
+    max_gen_toks: int | Mapping[str, int]
+    until: tuple[str, ...] | Mapping[int, tuple[str, ...]]
+    headline: tuple[str, ...] = ()
+    levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    subsets: tuple[str, ...] = ()
+    subset_families: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hub_sources: Mapping[str, HubSource] = field(default_factory=dict)
+    conventions: Mapping[str, Convention] = field(default_factory=dict)
+    system_prompt: bool = False
+    #: the group listing every level of both settings (DomainSum's), never averaged
+    whole_group: bool = False
+
+    def all_subsets(self) -> tuple[str, ...]:
+        """The subsets, in level order when there are levels."""
+        return tuple(d for level in self.levels.values() for d in level) if self.levels else self.subsets
+
+    def level_of(self, subset: str) -> str | None:
+        return next((lv for lv, subs in self.levels.items() if subset in subs), None)
+
+    def gen_budget(self, subset: str) -> int:
+        return self.max_gen_toks if isinstance(self.max_gen_toks, int) else self.max_gen_toks[subset]
+
+    def stops(self, shots: int) -> tuple[str, ...]:
+        return self.until if isinstance(self.until, tuple) else self.until[shots]
+
+    def task_families(self, subset: str, variant: Variant) -> tuple[str, ...]:
+        return (*self.families, *self.subset_families.get(subset, ()), *variant.extra_families)
+
+    def setting_defaults(self) -> dict[str, Any]:
+        """The conventions as setting values (what an unset setting means for these tasks)."""
+        return {key: c.value for key, c in self.conventions.items()}
+
+
+__all__ = ["Benchmark", "Convention", "Variant"]
