@@ -288,7 +288,8 @@ def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterat
 
 def summary_text(path: Path, summary: dict) -> str:
     """The console lines of one rescored input: its corpus scores, what was skipped, how
-    its own scores agree with ours, unscored judge calls, and the two files written."""
+    its own scores agree with ours, unscored judge calls (or a locked judge cache), and the
+    two files written."""
     shown = {k: v for k, v in summary["metrics"].items() if isinstance(v, (int, float))}
     rows = summary.get("skipped_rows", {}).get("count")
     lines = [f"{path.name}: {summary['n_samples']} samples"
@@ -300,7 +301,7 @@ def summary_text(path: Path, summary: dict) -> str:
             f"{k}={a['max_abs_diff']:.2g}" if a["max_abs_diff"] is not None else f"{k}=n/a"
             for k, a in summary["agreement"].items()))
     calls = summary.get("judge_calls")
-    if calls and calls["any_unscored"]:
+    if calls and (calls["any_unscored"] or calls["cache_locked_writes"]):
         lines.append(f"  judge: {calls['summary']}")
     run = summary.get("settings_from_run")
     if run:
