@@ -41,6 +41,8 @@ from custom_metrics.registry import NAN, Batch, Context, Family
 
 log = logging.getLogger(__name__)
 
+#: the benchmark whose tasks score the battery
+BENCHMARK = "medqsum"
 #: the battery: families of the registry, in the order they run
 MEDQSUM: tuple[str, ...] = ("bleu", "rouge", "meteor", "chrf", "bertscore", "bertscore_sci",
                             "blanc_help", "blanc_tune", "perplexity", "mauve",
@@ -64,6 +66,22 @@ def requested(names: Sequence[str], metrics: Any) -> list[str]:
     if unknown:
         raise ValueError(f"medqsum_battery: unknown metric families {unknown}; known: {list(names)}")
     return [f for f in names if f in wanted]
+
+
+def skips_missing_model(family: Family, exc: BaseException, benchmark: str | None) -> bool:
+    """Whether ``exc`` skips ``family`` (NaN, counted with its reason) instead of failing the run.
+
+    A family marked ``optional`` is skipped when its model is missing at scoring time;
+    in a battery task (``benchmark`` :data:`BENCHMARK`) so is every battery family with
+    a model, also when its preflight finds the model missing (a ``ScorerUnavailable``),
+    since the battery promises to score the families it can and count the others.
+    """
+    from custom_metrics.hf_models import ModelUnavailable
+
+    if isinstance(exc, ModelUnavailable) and family.optional:
+        return True
+    return (benchmark == BENCHMARK and family.name in MEDQSUM and bool(family.model_setting)
+            and isinstance(exc, (ModelUnavailable, registry.ScorerUnavailable)))
 
 
 def skip_notice(family: Family, reason: str) -> dict[str, Any]:
@@ -112,7 +130,7 @@ def battery_documents(predictions: Sequence[str], references: Sequence[str], sou
     settings = _settings(cfg)
     n = len(batch)
     families = [registry.get(name) for name in names]
-    contexts = {f.name: Context(benchmark="medqsum", settings=settings, progress=False) for f in families}
+    contexts = {f.name: Context(benchmark=BENCHMARK, settings=settings, progress=False) for f in families}
     details: dict[str, Any] = {"models": {f.name: f.model(contexts[f.name]) for f in families
                                           if f.model_setting and f.name in wanted}}
     values: dict[str, list] = {}

@@ -6,6 +6,12 @@ quantisation fallbacks, LoRA targets), the data (sizes, dropped / truncated coun
 SHA-256 of the exact training and validation texts), the seed, metrics (training loss
 history, evaluation loss per epoch, throughput), the package versions and the
 ``lm_eval`` command that evaluates the output.
+
+The card as it stands when training starts is also kept beside the checkpoints
+(``OUTPUT/checkpoints/run_card.json``): ``--resume`` compares the settings that make
+the model (:data:`MODEL_KEYS`) with it and refuses a mismatch before loading anything,
+since a checkpoint of one base resumed on another either fails deep in transformers
+or, for a base of the same shape, trains the wrong model without a word.
 """
 
 from __future__ import annotations
@@ -21,12 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics import secrets
+from finetune.errors import ConfigError
 from lm_eval_tasks import include_path
 
 CARD_NAME = "run_card.json"
 #: where the printed evaluation command writes its results, inside the training output
 EVAL_DIR = "eval"
 SCHEMA = "domsum-finetune-run-card/1"
+#: the settings that make the trained model: a resumed run must keep every one
+MODEL_KEYS = ("base", "method", "model_type", "task")
+LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
 PACKAGES = ("torch", "transformers", "peft", "accelerate", "datasets", "tokenizers",
             "lm_eval", "bitsandbytes", "deepspeed", "domsum-eval")
 
@@ -64,7 +74,7 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     so it runs from any directory) and logs per-document samples to ``OUTPUT/eval``, the
     folder to give ``domsum report``.
     """
-    base = str(Path(base).resolve()) if Path(base).exists() else base  # a local base, from any directory
+    base = model_identity(base)
     metadata = {k: (str(Path(v).resolve()) if k.endswith("_dir") and isinstance(v, str) and Path(v).exists()
                     else v) for k, v in (metadata or {}).items()}
     margs = f"pretrained={base},peft={output}" if method == "lora" else f"pretrained={output}"
@@ -75,6 +85,46 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     if metadata:
         args += ["--metadata", json.dumps(metadata)]
     return secrets.mask(shlex.join(args))
+
+
+def model_identity(base: str) -> str:
+    """A base model as one string from any directory: a local folder's absolute path, else the hub id."""
+    return str(Path(base).resolve()) if Path(base).exists() else base
+
+
+def model_settings(hyperparameters: dict[str, Any]) -> dict[str, Any]:
+    """The settings of :data:`MODEL_KEYS` (and the LoRA ones for a LoRA run), the base by identity."""
+    keys = MODEL_KEYS + (LORA_KEYS if hyperparameters.get("method") == "lora" else ())
+    out = {k: hyperparameters.get(k) for k in keys}
+    out["base"] = model_identity(str(out["base"] or ""))
+    return out
+
+
+def check_resume(cfg, checkpoint: Path, output: Path) -> None:
+    """Refuse to resume ``checkpoint`` with model settings other than those it was trained
+    with, in one line naming each recorded and given value.
+
+    The record is the start card beside the checkpoints (or a finished run's card);
+    a checkpoint from a version that kept none is resumed as before, said once.
+    """
+    for path in (checkpoint.parent / CARD_NAME, output / CARD_NAME):
+        if path.is_file():
+            break
+    else:
+        from finetune.model import notice
+
+        notice(f"--resume: no run card beside {checkpoint}; its base model and settings cannot be checked")
+        return
+    try:
+        recorded = model_settings(json.loads(path.read_text(encoding="utf-8"))["hyperparameters"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"--resume: the run card {path} is unreadable ({exc}); pass --overwrite to start "
+                          f"over") from None
+    given = model_settings(cfg.to_dict())
+    differ = [f"{k} {recorded[k]!r} (given {given[k]!r})" for k in recorded if recorded[k] != given.get(k)]
+    if differ:
+        raise ConfigError(f"--resume: {checkpoint} was trained with " + ", ".join(differ)
+                          + "; resume with the recorded values, or pass --overwrite to start over")
 
 
 def task_folder(task: str) -> str:

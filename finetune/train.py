@@ -38,7 +38,7 @@ from typing import Any
 
 from custom_metrics.hf_models import context_length
 from custom_metrics.progress import is_enabled as progress_enabled
-from finetune.card import CARD_NAME, base_card, eval_command, loss_curves, now, write_card
+from finetune.card import CARD_NAME, base_card, check_resume, eval_command, loss_curves, now, write_card
 from finetune.config import ConfigError, FinetuneConfig
 from finetune.data import (Collator, Encoder, TokenDataset, build_split, check_task, has_split, pack)
 from finetune.model import (bitsandbytes_available, cuda_available, load_model, load_tokenizer,
@@ -315,8 +315,12 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
     if is_main:
         ensure_writable(out)
     resume_from = prepare_output(out, resume, overwrite, is_main)
-    state.wait_for_everyone()
     card = base_card(cfg, argv)
+    if resume_from:
+        check_resume(cfg, Path(resume_from), out)
+    elif is_main:  # the record a later --resume checks its settings against
+        write_card(out / CHECKPOINTS / CARD_NAME, card)
+    state.wait_for_everyone()
     set_seed(cfg.seed)
 
     # ---- data (tokenizer only: data problems surface before the model loads)

@@ -228,7 +228,8 @@ def _rows() -> list[Setting]:
         S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", _int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
           "judge", low=1),
         S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", _float, judge["timeout_s"].default,
-          "Seconds per judge request; unset = 3 x the slowest answer, at least 60 (requests sent before "
+          "Seconds per judge request attempt, in total (connect, send and every read: a reply dripped "
+          "byte by byte is cut too); unset = 3 x the slowest answer, at least 60 (requests sent before "
           "any answer wait up to 300).", "judge", low=0, low_open=True),
         S("judge_max_requests", "DOMSUM_JUDGE_MAX_REQUESTS", _int, judge["max_requests"].default,
           "Most judge requests one run sends; items beyond are not judged (counted as `budget_skipped`, "

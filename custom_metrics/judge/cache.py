@@ -12,8 +12,15 @@ never both pay for an item.
   answer instead of paying again. A claim is abandoned and may be taken over when its
   expiry passes (kept fresh by a heartbeat while its owner runs) or at once when its
   owner process is gone (same host, pid not running: a killed run).
-* **Unusable cache.** A corrupt, locked or read-only file makes :func:`usable_cache`
-  return None: judging goes on without a cache, said once and recorded.
+* **Locked by another process.** Readers are never blocked (WAL). A write waits at
+  most :data:`~custom_metrics.judge.config.CACHE_BUSY_TIMEOUT_S` for the lock, not
+  SQLite's usual 30 s; while the lock stays held, writes are not even tried for a
+  growing interval (:class:`CacheLocked` at once), so a locked cache costs a run a
+  fraction of a second, answers already cached are still served, and new ones are
+  kept in memory by the engine and written when the lock goes.
+* **Unusable cache.** A corrupt or read-only file, or a new one locked before its
+  tables exist, makes :func:`usable_cache` return None: judging goes on without a
+  cache, said once and recorded.
 
 The file format (tables ``answers`` and ``claims``, :data:`CACHE_SCHEMA` in every key)
 is what earlier runs wrote: their answers still hit.
@@ -35,10 +42,31 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from custom_metrics.judge.config import CACHE_SCHEMA, JudgeConfig, normalize_endpoint
+from custom_metrics.judge import config as conf
+from custom_metrics.judge.config import CACHE_SCHEMA, JudgeConfig, JudgeError, normalize_endpoint
 from custom_metrics.judge.stats import JudgeStats
 
 log = logging.getLogger(__name__)
+
+Entry = tuple[str, str, str, Mapping[str, Any], Mapping[str, Any]]  # key, endpoint, model, request, response
+
+
+class CacheLocked(JudgeError):
+    """Another process holds the cache's write lock: this write was not made.
+
+    Never fatal: the engine requests the item without a claim, or keeps the answer in
+    memory until the lock goes. ``waited_s``: how long this attempt waited (0 when
+    writes were skipped without trying, in the interval after a failed attempt).
+    """
+
+    def __init__(self, path: Path, waited_s: float) -> None:
+        super().__init__(f"the judge cache {path} is locked by another process")
+        self.waited_s = waited_s
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock we need."""
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 def cache_key(endpoint: str | None, model: str, messages: Sequence[Mapping[str, Any]],
               params: Mapping[str, Any], attempt: int = 0, draw: int = 0) -> str:
@@ -107,7 +135,8 @@ def owner_alive(owner: str) -> bool:
 class JudgeCache:
     """SQLite store of judge answers (JSON), one row per cache key, and of claims.
 
-    WAL mode lets other processes read while we write; ``synchronous=NORMAL``
+    WAL mode lets other processes read while we write (and us read while they
+    write); ``synchronous=NORMAL``
     survives a killed process (not a power cut) at a fraction of the fsync cost.
     One connection per path and process, guarded by a lock, so the event loop and
     worker threads may share it. Transactions are explicit (``BEGIN IMMEDIATE``):
@@ -117,25 +146,46 @@ class JudgeCache:
     ``claims`` rows (``status`` ``pending``, ``owner``, ``claimed_at``,
     ``expires_at``) mark items whose request is in flight somewhere; storing the
     answer deletes the claim in the same transaction.
+
+    Writes go through :meth:`_write`: a short busy timeout, then :class:`CacheLocked`
+    and an interval (doubling while the lock stays held) in which writes fail at once
+    instead of each waiting again.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
-                                     isolation_level=None)
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            with self._tx():
-                self._conn.execute(
-                    "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
-                    "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)")
-                self._conn.execute(
-                    "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, "
-                    "status TEXT NOT NULL DEFAULT 'pending', owner TEXT NOT NULL, "
-                    "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")
+        self._retry_at = 0.0  # monotonic time before which writes are not tried (locked)
+        self._retry_s = 0.0   # the current interval: doubles while the lock stays held
+        self._conn = sqlite3.connect(str(self.path), timeout=conf.CACHE_BUSY_TIMEOUT_S,
+                                     check_same_thread=False, isolation_level=None)
+        try:
+            with self._lock:
+                self._open()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _open(self) -> None:
+        """WAL mode and the tables; with no write at all when both are there already, so
+        that a cache another process holds locked opens at once and is read."""
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: a no-op once set
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
+            raise CacheLocked(self.path, conf.CACHE_BUSY_TIMEOUT_S) from None
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if {"answers", "claims"} <= tables:
+            return
+        self._write(lambda conn: (
+            conn.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
+                         "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)"),
+            conn.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, "
+                         "status TEXT NOT NULL DEFAULT 'pending', owner TEXT NOT NULL, "
+                         "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")), force=True)
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -143,10 +193,40 @@ class JudgeCache:
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+
+    def locked(self) -> bool:
+        """Whether writes are being skipped now (a recent attempt found the lock held)."""
+        return time.monotonic() < self._retry_at
+
+    def _write(self, body: Any, force: bool = False) -> Any:
+        """``body(conn)`` in a write transaction (the caller holds ``self._lock``).
+
+        Why not SQLite's busy handler alone: another process may hold the lock for
+        minutes, and every write waiting its full busy timeout would stall the run
+        once per item. One attempt waits :data:`~conf.CACHE_BUSY_TIMEOUT_S`; after a
+        failed one, writes raise :class:`CacheLocked` at once for an interval that
+        doubles while the lock stays held (``force``: try anyway, at a batch's end).
+        """
+        t0 = time.monotonic()
+        if not force and t0 < self._retry_at:
+            raise CacheLocked(self.path, 0.0)
+        try:
+            with self._tx() as conn:
+                result = body(conn)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
+            now = time.monotonic()
+            self._retry_s = min(conf.CACHE_RETRY_MAX_S, max(conf.CACHE_RETRY_MIN_S, self._retry_s * 2))
+            self._retry_at = now + self._retry_s
+            raise CacheLocked(self.path, now - t0) from None
+        self._retry_s, self._retry_at = 0.0, 0.0
+        return result
 
     def get(self, key: str) -> dict | None:
         with self._lock:
@@ -181,33 +261,38 @@ class JudgeCache:
             other = self._conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
             if not force and other and other[0] != owner and other[1] > time.time() and owner_alive(other[0]):
                 return "pending", None
-            with self._tx() as conn:
-                row = conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
-                if row:
-                    return "answer", json.loads(row[0])
-                other = conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
-                now = time.time()
-                live = other is not None and other[0] != owner and other[1] > now and owner_alive(other[0])
-                if live and not force:
-                    return "pending", None
-                conn.execute("INSERT OR REPLACE INTO claims VALUES (?, 'pending', ?, ?, ?)",
-                             (key, owner, now, now + ttl_s))
+            return self._write(lambda conn: self._claim_tx(conn, key, owner, ttl_s, force))
+
+    @staticmethod
+    def _claim_tx(conn: sqlite3.Connection, key: str, owner: str, ttl_s: float,
+                  force: bool) -> tuple[ClaimState, dict | None]:
+        """:meth:`claim`'s decision, under the write lock."""
+        row = conn.execute("SELECT response FROM answers WHERE key = ?", (key,)).fetchone()
+        if row:
+            return "answer", json.loads(row[0])
+        other = conn.execute("SELECT owner, expires_at FROM claims WHERE key = ?", (key,)).fetchone()
+        now = time.time()
+        live = other is not None and other[0] != owner and other[1] > now and owner_alive(other[0])
+        if live and not force:
+            return "pending", None
+        conn.execute("INSERT OR REPLACE INTO claims VALUES (?, 'pending', ?, ?, ?)", (key, owner, now, now + ttl_s))
         return ("taken_over" if other is not None and other[0] != owner else "claimed"), None
 
     def refresh(self, owner: str, ttl_s: float) -> int:
         """Extend every claim of ``owner`` (the heartbeat); returns how many."""
-        with self._lock, self._tx() as conn:
-            return conn.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
-                                (time.time() + ttl_s, owner)).rowcount
+        with self._lock:
+            return self._write(lambda conn: conn.execute("UPDATE claims SET expires_at = ? WHERE owner = ?",
+                                                         (time.time() + ttl_s, owner)).rowcount)
 
     def release(self, key: str | None, owner: str) -> None:
         """Drop ``owner``'s claim on ``key`` (all its claims when ``key`` is None), so
         that another run may take the item at once instead of waiting for expiry."""
-        with self._lock, self._tx() as conn:
+        with self._lock:
             if key is None:
-                conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+                self._write(lambda conn: conn.execute("DELETE FROM claims WHERE owner = ?", (owner,)))
             else:
-                conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, owner))
+                self._write(lambda conn: conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?",
+                                                      (key, owner)))
 
     def pending(self) -> list[tuple[str, str, float]]:
         """Open claims as (key, owner, claimed_at): what a killed run left in flight."""
@@ -217,12 +302,21 @@ class JudgeCache:
     def put(self, key: str, endpoint: str, model: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         """Insert and commit at once (the answer must survive an interruption), and
         drop the item's claim in the same transaction: waiters see the answer."""
-        with self._lock, self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                (key, endpoint, model, json.dumps(request, ensure_ascii=False),
-                 json.dumps(response, ensure_ascii=False), time.time()))
-            conn.execute("DELETE FROM claims WHERE key = ?", (key,))
+        self.put_many([(key, endpoint, model, request, response)])
+
+    def put_many(self, entries: Sequence[Entry], force: bool = False) -> None:
+        """:meth:`put` for several answers in one transaction (those kept in memory while
+        the cache was locked); :class:`CacheLocked` when the lock is still held."""
+        def body(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            for key, endpoint, model, request, response in entries:
+                conn.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                             (key, endpoint, model, json.dumps(request, ensure_ascii=False),
+                              json.dumps(response, ensure_ascii=False), now))
+                conn.execute("DELETE FROM claims WHERE key = ?", (key,))
+
+        with self._lock:
+            self._write(body, force=force)
 
     def __len__(self) -> int:
         with self._lock:
@@ -250,7 +344,7 @@ def open_cache(path: str | os.PathLike) -> JudgeCache:
 def usable_cache(config: JudgeConfig, stats: JudgeStats) -> JudgeCache | None:
     """The judge cache, or None (judging goes on without it) when it cannot be used.
 
-    Why not an error: a cache that is corrupt, locked, read-only or a folder would
+    Why not an error: a cache that is corrupt, read-only, a folder, or new and locked would
     otherwise stop the run after generation and cost the user their generations; without
     a cache every request is still made and scored, only not kept for a rerun. Said once
     on the log and recorded (``cache_unusable`` in the judge's usage).
@@ -259,8 +353,9 @@ def usable_cache(config: JudgeConfig, stats: JudgeStats) -> JudgeCache | None:
         return None
     try:
         return open_cache(config.cache_path)
-    except (sqlite3.Error, OSError) as exc:
-        why = f"{type(exc).__name__}: {exc}"
+    except (sqlite3.Error, OSError, CacheLocked) as exc:
+        why = "locked by another process before its tables were made" if isinstance(exc, CacheLocked) \
+            else f"{type(exc).__name__}: {exc}"
         if stats.cache_unusable is None:
             log.warning("judge: the cache %s cannot be used (%s); judging without a cache, so replies are "
                         "not kept for a rerun. Fix or remove the file, or set judge_cache to another path "

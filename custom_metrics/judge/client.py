@@ -18,6 +18,13 @@ timeout and requests in flight, and retries with backoff, each counted in
 * Replies are read from the raw body (``with_raw_response``) into a dict: the
   ``openai`` client's typed objects would be built only to be dumped back, which cost
   about a fifth of the client's CPU per call.
+* **A deadline per attempt, not per read.** The timeout bounds each attempt as a
+  whole (connect, send and every read, ``asyncio.timeout``), not only the wait for
+  each byte, which is all an HTTP client's read timeout bounds: a server or gateway
+  that drips its reply one byte every 2 s would otherwise hold one request for
+  minutes under a 5 s timeout. Across retries a request thus ends within
+  ``(judge_max_retries + 1) x timeout`` plus its backoffs (each at most
+  ``backoff_cap_s``, or a ``Retry-After`` up to 60 s), however the server behaves.
 * The API key comes from the configuration only (the settings resolver reads the
   environment); every error text passes :func:`custom_metrics.secrets.mask`.
 
@@ -300,9 +307,10 @@ class Client:
                 try:
                     self.stats.http_calls += 1
                     self.calls_sent += 1
-                    raw = await self.client.chat.completions.with_raw_response.create(
-                        model=cfg.model, messages=messages, timeout=timeout, **params)
-                    data = completion_dict(raw.content)
+                    async with asyncio.timeout(timeout):  # the whole attempt, every read included
+                        raw = await self.client.chat.completions.with_raw_response.create(
+                            model=cfg.model, messages=messages, timeout=timeout, **params)
+                        data = completion_dict(raw.content)
                 finally:
                     saturated = self.slots.saturated()
                     self.slots.release()
@@ -317,7 +325,7 @@ class Client:
                 last, hint, reason = exc, retry_after_s(exc.response), f"http_{exc.status_code}"
                 if exc.status_code in conf.CONGESTION_STATUSES:
                     self._congested(generation, exc.status_code)
-            except openai.APITimeoutError as exc:
+            except (openai.APITimeoutError, TimeoutError) as exc:
                 last, reason = exc, "timeout"
                 if not answered and not self.pacer.answered and not self.timeout_set:
                     # no answer at all yet, after the longest wait sizing allows: waiting again

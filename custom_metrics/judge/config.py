@@ -37,6 +37,13 @@ PROGRESS_MIN_ITEMS = 20
 RETRY_AFTER_MAX_S = 60.0  # a server's Retry-After is honoured up to this, beyond our own cap
 CLAIM_POLL_MIN_S = 0.02  # first poll of a waiter on another run's claim ...
 CLAIM_POLL_MAX_S = 0.5   # ... growing to this: short waits stay snappy, long ones cheap
+# A cache another process holds write-locked (custom_metrics.judge.cache): wait briefly, then
+# serve what it holds and keep new answers in memory, instead of SQLite's usual 30 s stall.
+CACHE_BUSY_TIMEOUT_S = 0.2   # one write attempt waits at most this for the lock ...
+CACHE_RETRY_MIN_S = 0.25     # ... then writes are skipped (not attempted) for this long,
+CACHE_RETRY_MAX_S = 8.0      # doubling up to this while the lock stays held
+CACHE_CLAIM_WAIT_S = 1.0     # an item waits at most this for a claim, then is requested unclaimed
+CACHE_FLUSH_WAIT_S = 1.0     # at a batch's end, answers not yet saved get this long to be written
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
 # Sizing when timeout_s / max_concurrency are unset (see the package docstring and
 # custom_metrics.judge.pacing).

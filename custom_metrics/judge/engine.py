@@ -16,6 +16,13 @@ How one attempt of an item is asked and read (G-Eval ratings or a parsed text) i
   request: the attempt index is in the cache key), then counted as a parse failure.
 * **Answers are kept before use**: masked, written and committed to the cache as
   they arrive, with no await between receiving and storing.
+* **A cache another process holds locked** costs no stall and no second payment
+  where it can be avoided: cached answers are still read (WAL); a claim is retried
+  with backoff for up to :data:`~custom_metrics.judge.config.CACHE_CLAIM_WAIT_S`,
+  then the item is requested unclaimed; answers that cannot be written are kept in
+  memory, written with the next answer that can, and at the batch's end get
+  :data:`~custom_metrics.judge.config.CACHE_FLUSH_WAIT_S`; what is still unsaved
+  then, the wait and the unclaimed requests are counted (``cache_*`` in the stats).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any, Protocol
 from custom_metrics import secrets
 from custom_metrics.judge import config as conf
 from custom_metrics.judge.budget import BudgetExhausted
-from custom_metrics.judge.cache import JudgeCache, cache_key, new_owner_id, retire_owner
+from custom_metrics.judge.cache import CacheLocked, Entry, JudgeCache, cache_key, new_owner_id, retire_owner
 from custom_metrics.judge.client import Client
 from custom_metrics.judge.config import JudgeConfig, JudgeError, JudgeRequestError, Messages, Scale
 from custom_metrics.judge.stats import ItemScore, JudgeStats
@@ -63,6 +70,8 @@ class BatchRun:
         self.secrets = self.client.secrets
         self.owner = ""
         self.held: set[str] = set()  # keys this run has claimed and not yet answered
+        self.unsaved: list[Entry] = []  # answers received while the cache was locked, not yet written
+        self.locked_since: float | None = None  # since when writes have been refused (None: not locked)
         self._heartbeat_task: asyncio.Task | None = None
         self.failures: list[JudgeRequestError] = []  # items failed for good, this batch
         self.answered = False  # any answer (fresh or cached) in this batch
@@ -89,7 +98,10 @@ class BatchRun:
         try:
             if self.cache is not None and self.owner:
                 try:
+                    await self._flush(interrupted=exc[0] is not None)
                     self.cache.release(None, self.owner)
+                except CacheLocked as locked:  # left behind: taken over at once, their owner being gone
+                    self._locked(locked)
                 finally:
                     retire_owner(self.owner)
         finally:
@@ -105,8 +117,59 @@ class BatchRun:
             if self.held and self.cache is not None:
                 try:
                     self.cache.refresh(self.owner, ttl)
-                except sqlite3.Error as exc:  # a busy database: the next beat tries again
+                except (sqlite3.Error, CacheLocked) as exc:  # a busy database: the next beat tries again
                     log.debug("judge: claim heartbeat failed: %s", exc)
+
+    # ---- a cache locked by another process
+
+    def _locked(self, exc: CacheLocked) -> None:
+        """Count a write the lock refused (and its wait); said once per lock."""
+        if self.locked_since is None:
+            self.locked_since = time.monotonic()
+            log.warning("judge: %s; serving its answers and keeping new ones in memory until it is free",
+                        exc)
+        if exc.waited_s:  # an attempt made, not one skipped in the interval after a refusal
+            self.stats.cache_locked_writes += 1
+            self.stats.cache_lock_wait_s += exc.waited_s
+
+    async def _flush(self, interrupted: bool) -> None:
+        """Write the answers kept in memory while the cache was locked: retried with
+        backoff for :data:`~conf.CACHE_FLUSH_WAIT_S` (one try when interrupted); what
+        stays unsaved is counted, since a rerun pays for it again."""
+        assert self.cache is not None
+        deadline, delay = time.monotonic() + conf.CACHE_FLUSH_WAIT_S, conf.CACHE_RETRY_MIN_S / 4
+        while self.unsaved:
+            try:
+                self.cache.put_many(self.unsaved, force=True)
+                self.unsaved.clear()
+            except CacheLocked as exc:
+                self._locked(exc)
+                if interrupted or time.monotonic() + delay > deadline:
+                    break
+                await asyncio.sleep(delay)
+                delay *= 2
+        if self.unsaved:
+            self.stats.cache_unsaved += len(self.unsaved)
+            log.warning("judge: %d answer(s) paid for in this run could not be saved: %s; a rerun pays for "
+                        "them again", len(self.unsaved), CacheLocked(self.cache.path, 0.0))
+            self.unsaved.clear()
+
+    def _unlocked(self) -> None:
+        if self.locked_since is not None:
+            log.info("judge: the judge cache is writable again")
+        self.locked_since = None
+
+    def _claim(self, key: str, force: bool) -> tuple[str, dict | None]:
+        """:meth:`JudgeCache.claim`, or ``("locked", None)`` when its write was refused."""
+        assert self.cache is not None
+        try:
+            state = self.cache.claim(key, self.owner, self.config.claim_ttl, force=force)
+        except CacheLocked as exc:
+            self._locked(exc)
+            return "locked", None
+        if state[0] != "pending":
+            self._unlocked()
+        return state
 
     # ---- cache, claims, dedup
 
@@ -144,7 +207,7 @@ class BatchRun:
             # claim under a concurrency slot: a claim then means "in flight", not "queued"
             await self.client.slots.acquire()
             try:
-                state, hit = cache.claim(key, self.owner, self.config.claim_ttl, force=force)
+                state, hit = self._claim(key, force)
             except BaseException:
                 self.client.slots.release()
                 raise
@@ -152,6 +215,17 @@ class BatchRun:
                 self.client.slots.release()
                 self._count(hit, cached=True)
                 return hit  # type: ignore[return-value]
+            if state == "locked":
+                assert self.locked_since is not None
+                if time.monotonic() - self.locked_since > conf.CACHE_CLAIM_WAIT_S:
+                    # the lock outlasted the wait: pay without a claim rather than stall the run
+                    self.stats.cache_unclaimed += 1
+                    return self._store(key, messages, params, attempt,
+                                       await self.client.http(messages, params, slot_held=True), draw)
+                self.client.slots.release()
+                await asyncio.sleep(poll)
+                poll = min(poll * 1.5, conf.CLAIM_POLL_MAX_S)
+                continue
             if state != "pending":
                 if state == "taken_over":
                     self.stats.claims_taken_over += 1
@@ -160,7 +234,10 @@ class BatchRun:
                 try:
                     response = await self.client.http(messages, params, slot_held=True)
                 except BaseException:
-                    cache.release(key, self.owner)  # another run may take it now
+                    try:
+                        cache.release(key, self.owner)  # another run may take it now
+                    except CacheLocked as exc:
+                        self._locked(exc)
                     raise
                 finally:
                     self.held.discard(key)
@@ -188,8 +265,14 @@ class BatchRun:
             if draw:
                 record["draw"] = draw
             request = secrets.mask_obj(record, self.secrets)
-            self.cache.put(key, self.config.shown_endpoint, self.config.model, request,
-                           response)
+            entry: Entry = (key, self.config.shown_endpoint, self.config.model, request, response)
+            try:  # with those kept while the cache was locked
+                self.cache.put_many([*self.unsaved, entry])
+                self.unsaved.clear()
+                self._unlocked()
+            except CacheLocked as exc:
+                self._locked(exc)
+                self.unsaved.append(entry)
         self._count(response, cached=False)
         return response
 

@@ -39,6 +39,12 @@ class JudgeStats:
     took; ``claim_waits``: items another run was already requesting, waited for
     instead of paid again; ``claims_taken_over``: expired or orphaned claims of
     another run that this run took over.
+    A cache another process held write-locked: ``cache_lock_wait_s``, the seconds
+    this run waited on it (each write at most a short busy timeout);
+    ``cache_locked_writes``, write attempts (claims, answers, releases) it refused;
+    ``cache_unclaimed``, items requested without a claim because the lock outlasted
+    the claim's wait (another run may pay for them too); ``cache_unsaved``, answers
+    paid for in this run that could not be saved (a rerun pays for them again).
 
     ``scored``: items that got a score (or, for text replies, a parsed value); every
     item is counted once in exactly one of ``scored``, ``parse_failures``, ``failed``
@@ -70,6 +76,10 @@ class JudgeStats:
     failed_tries: dict[str, int] = field(default_factory=dict)
     claim_waits: int = 0
     claims_taken_over: int = 0
+    cache_lock_wait_s: float = 0.0
+    cache_locked_writes: int = 0
+    cache_unclaimed: int = 0
+    cache_unsaved: int = 0
     logprobs_fallbacks: int = 0
     choices_short: int = 0
     choices_missing: int = 0
@@ -118,6 +128,7 @@ class JudgeStats:
         d["failed"] = self.failures_by_reason()
         d["total_tokens"] = self.prompt_tokens + self.completion_tokens
         d["wall_s"] = round(self.wall_s, 3)
+        d["cache_lock_wait_s"] = round(self.cache_lock_wait_s, 3)
         return d
 
     def summary_line(self) -> str:
@@ -145,6 +156,9 @@ class JudgeStats:
             line += f"; to judge the {self.budget_skipped} not judged, {BUDGET_HINT}"
         if self.cache_unusable:
             line += "; judged without a cache (it cannot be used: see cache_unusable)"
+        if self.cache_locked_writes:
+            line += (f"; the judge cache was locked by another process ({self.cache_lock_wait_s:.1f} s waited, "
+                     f"{self.cache_unsaved} answers not saved, {self.cache_unclaimed} requested unclaimed)")
         if self.choices_short:
             line += (f"; {self.choices_short} judge replies held fewer choices than asked "
                      f"({self.choices_missing} missing, made up with {self.sample_topups} single-choice requests)")

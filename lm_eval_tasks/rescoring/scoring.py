@@ -161,6 +161,7 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
 
     judge_stats = JudgeStats()  # one tally for the file's judge calls: what failed and why
     contexts: dict[str, registry.Context] = {}
+    unavailable: dict[str, str] = {}  # battery families whose model the preflight found missing
     for name, keys in selection.items():
         fam = registry.get(name)
         ctx = family_context(name, keys, args, task, benchmark, domain)
@@ -172,7 +173,10 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
             notice_judge_skipped(f"{name} metrics (rescore)")
             summary["skipped"][name] = NO_JUDGE
             continue
-        summary["record"].update(preflight(fam, ctx, args, why))
+        try:
+            summary["record"].update(preflight(fam, ctx, args, why))
+        except (registry.ScorerUnavailable, ModelUnavailable) as exc:  # preflight: to be skipped and counted
+            unavailable[name] = str(exc)
         summary["settings"].update(ctx.settings)
         contexts[name] = ctx
 
@@ -190,11 +194,13 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
     for name, ctx in contexts.items():
         fam, keys = registry.get(name), selection[name]
         try:
+            if name in unavailable:
+                raise ModelUnavailable(unavailable[name])
             scored = fam.score(batch, ctx)
         except registry.ScorerUnavailable as exc:
             raise ScoreError(str(exc)) from None
         except ModelUnavailable as exc:  # a battery family whose model is missing: skipped, the others run
-            if not fam.optional:
+            if not battery.skips_missing_model(fam, exc, ctx.benchmark):
                 raise
             summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
             scored = battery.missing_values(fam, len(batch))
@@ -288,19 +294,21 @@ def rescore(paths: Sequence[Path], metrics: str | None, args: Options) -> Iterat
 
 def summary_text(path: Path, summary: dict) -> str:
     """The console lines of one rescored input: its corpus scores, what was skipped, how
-    its own scores agree with ours, unscored judge calls, and the two files written."""
+    its own scores agree with ours, unscored judge calls (or a locked judge cache), and the
+    two files written."""
     shown = {k: v for k, v in summary["metrics"].items() if isinstance(v, (int, float))}
     rows = summary.get("skipped_rows", {}).get("count")
     lines = [f"{path.name}: {summary['n_samples']} samples"
              + (f" ({rows} rows with an empty prediction or reference skipped)" if rows else "") + "; "
              + ", ".join(f"{k}={v:.4f}" for k, v in shown.items())
-             + (f"; skipped: {', '.join(summary['skipped'])}" if summary["skipped"] else "")]
+             + (f"; skipped {len(summary['skipped'])}: {', '.join(summary['skipped'])} (why: the summary's "
+                f"'skipped')" if summary["skipped"] else "")]
     if summary.get("agreement"):
         lines.append("  the file's own scores vs ours, max |diff|: " + ", ".join(
             f"{k}={a['max_abs_diff']:.2g}" if a["max_abs_diff"] is not None else f"{k}=n/a"
             for k, a in summary["agreement"].items()))
     calls = summary.get("judge_calls")
-    if calls and calls["any_unscored"]:
+    if calls and (calls["any_unscored"] or calls["cache_locked_writes"]):
         lines.append(f"  judge: {calls['summary']}")
     run = summary.get("settings_from_run")
     if run:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from custom_metrics import judge_metrics, registry
+from custom_metrics import battery, judge_metrics, registry
+from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import scoring_context, settings
 from lm_eval_tasks.catalog import UnknownTask
 from lm_eval_tasks.rescoring.options import Options, ScoreError
@@ -89,7 +90,11 @@ def family_context(name: str, keys: list[str], args: Options, task: str | None, 
 
 
 def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: str | None) -> dict:
-    """Everything that can fail cheaply, before any family scores; returns what ``describe`` says."""
+    """Everything that can fail cheaply, before any family scores; returns what ``describe`` says.
+
+    A model found missing is raised as it is when the family is to be skipped for it
+    (:func:`custom_metrics.battery.skips_missing_model`), else as a :class:`ScoreError`.
+    """
     if "vocabulary" in fam.needs and not ctx.options.get("vocabulary_file") and not ctx.subset:
         raise ScoreError(f"metric '{fam.name}': give --vocabulary FILE or --benchmark/--domain ({why})")
     if fam.name == "judge" and not ctx.subset:
@@ -98,7 +103,9 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
         if fam.check is not None and settings.resolve(args.metadata, "preflight"):
             fam.check(ctx)
         return fam.describe(ctx) if fam.describe is not None else {}
-    except registry.ScorerUnavailable as exc:
+    except (registry.ScorerUnavailable, ModelUnavailable) as exc:
+        if battery.skips_missing_model(fam, exc, ctx.benchmark):
+            raise
         raise ScoreError(str(exc)) from None
 
 

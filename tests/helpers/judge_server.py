@@ -15,7 +15,8 @@ Behaviour is scripted per request:
   per choice for ``n > 1``), :class:`Logprobs` (a first-token distribution),
   :class:`Status` (an HTTP error such as 429 with ``Retry-After``, or 500),
   :class:`Hang` (sleep past the client's timeout, then answer), :class:`Stall` (no
-  reply at all until the client gives up), :class:`RawBody` (any bytes, e.g. an HTTP
+  reply at all until the client gives up), :class:`Drip` (a reply sent one byte at a
+  time, each within the client's read timeout), :class:`RawBody` (any bytes, e.g. an HTTP
   200 whose body is not JSON), :class:`Reset` (the connection is reset mid-request),
   :class:`EchoKey` (an error body that repeats the request's API key, as some
   servers do; the fault that key masking must survive).
@@ -168,6 +169,17 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class Drip:
+    """Send a valid reply (``then``) one byte every ``interval_s``, as a slow gateway
+    does: each read is quick, the whole reply slow. Stops when the client hangs up or
+    after ``max_s``, so no test can hang on it."""
+
+    interval_s: float = 2.0
+    then: str = "3"
+    max_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class RawBody:
     """Reply with these exact bytes (``body``), status and content type: an HTTP 200
     whose body is not JSON, or garbage text served as ``text/plain``."""
@@ -190,7 +202,7 @@ class EchoKey:
     template: str = "Incorrect API key provided: {key}. You can find your API key at ..."
 
 
-Step = Union[Text, Samples, Logprobs, Status, Hang, Stall, RawBody, Reset, EchoKey]
+Step = Union[Text, Samples, Logprobs, Status, Hang, Stall, Drip, RawBody, Reset, EchoKey]
 
 
 @dataclass
@@ -498,6 +510,27 @@ class _Handler(BaseHTTPRequestHandler):
         with self.stub._lock:
             self.stub.statuses["stall"] += 1
 
+    def _drip(self, step: Drip, data: bytes) -> None:
+        """Headers at once, then the body byte by byte (bounded by ``step.max_s``)."""
+        deadline = time.monotonic() + step.max_s
+        self.close_connection = True
+        with self.stub._lock:  # counted as it starts: a drip outlives the client's wait
+            self.stub.statuses["drip"] += 1
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                if time.monotonic() > deadline or self.stub._httpd is None:
+                    break
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(step.interval_s)
+        except OSError:
+            pass  # the client gave up (its deadline): nothing more to deliver
+
     def _answer(self, body: dict, step: Step) -> None:
         stub = self.stub
         if isinstance(step, Reset):
@@ -505,6 +538,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(step, Stall):
             self._stall(step.max_s)
+            return
+        if isinstance(step, Drip):
+            self._drip(step, json.dumps(_completion(body, Text(step.then), stub.logprobs_support)).encode())
             return
         if isinstance(step, RawBody):
             self._send_raw(step.status, step.body.encode(), step.content_type)

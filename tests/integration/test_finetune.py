@@ -291,6 +291,30 @@ def test_resume_continues_from_the_last_checkpoint(tmp_path, tiny_causal_lm, fix
         [h["loss"] for h in third["metrics"]["train_loss_history"]], abs=1e-5)
 
 
+def test_resume_refuses_another_base_or_lora_rank_in_one_line(tmp_path, tiny_causal_lm, fixture_data_dir):
+    """A checkpoint resumed on a base of the same shape (a copy of the tiny model in another
+    folder) would train on silently; another LoRA rank fails deep in transformers. Both are
+    refused by the real CLI before any model loads: exit 2, one line naming both values."""
+    out = tmp_path / "run"
+    train(out, tiny_causal_lm, fixture_data_dir, max_steps=2, save_steps=2, keep_checkpoints=True,
+          eval_strategy="no")
+    assert json.loads((out / "checkpoints" / "run_card.json").read_text())["hyperparameters"]["lora_r"] == 8
+    other = tmp_path / "same-shape-base"
+    shutil.copytree(tiny_causal_lm, other)
+    argv = [sys.executable, "-m", "finetune", "--task", TASK, "--preset", "domainsum", "--output", str(out),
+            "--data-dir", str(fixture_data_dir), "--max-steps", "4", "--report-to", "none", "--resume"]
+    for extra, named in ((["--base", str(other)], [f"base '{Path(tiny_causal_lm).resolve()}'",
+                                                   f"(given '{other.resolve()}')"]),
+                         (["--base", str(tiny_causal_lm), "--lora-r", "4"], ["lora_r 8 (given 4)"])):
+        proc = subprocess.run(argv + extra, env=subprocess_env(), capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("finetune: error: --resume: "), proc.stderr
+        for text in named:
+            assert text in lines[0]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-2", "run_card.json"]
+
+
 def test_damaged_checkpoints_and_unwritable_output_are_named_before_training(tmp_path, tiny_causal_lm,
                                                                             fixture_data_dir):
     kw = dict(eval_strategy="no", lr_scheduler="constant")
