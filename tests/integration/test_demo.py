@@ -44,7 +44,7 @@ def test_demo_keeps_its_output_and_scores_above_zero(demo_run):
     assert len(results_files) == 1, results_files
     results = json.loads(Path(results_files[0]).read_text())
     tasks = catalog.expand(demo.DEFAULT_TASKS.split(","))
-    assert len(tasks) == 10 and set(tasks) <= set(results["results"])
+    assert tasks and set(tasks) <= set(results["results"])  # every task the default list expands to
     assert results["config"]["model_args"]["pretrained"] == str(out / "tiny-gpt2")
     assert results["config"]["limit"] == 2 and results["config"]["gen_kwargs"] == {"max_gen_toks": 64}
 
