@@ -26,10 +26,12 @@ DOMAINSUM_T3 = ("BART", ("CNN", "Fox", "NYDaily", "NYTimes", "WaPo"),
 DOMAINSUM_T4 = "Sum Diversity\t-0.319\t-0.998*\t-0.929*"
 ADAPTEVAL_T3 = ("Llama2 70b", "Zero-shot Setting", "0.842 35.50 24.59 0.837 35.22 23.35 0.855 36.05 21.48")
 ADAPTEVAL_T5 = ("PEGASUS-X", "3.88 2.8 4.40 2.88 2.0 3.72 2.40 2.0 2.72")
+MEDQSUM_T3 = "BS-RoBERTa\t19.89\t18.77\t20.89\t22.24\t10.59\t13.24"
+MEDQSUM_T5 = "BLANC-tune\t5.80\t8.50\t7.19\t7.21\t-10.29\t-10.41"
 
 
 def test_every_file_keeps_the_schema():
-    assert {"domainsum", "adapteval"} <= set(published.available())
+    assert {"domainsum", "adapteval", "medqsum"} <= set(published.available())
     for benchmark in published.available():
         paper = published.load(benchmark)
         assert paper.benchmark == benchmark and paper.path == published.data_file(benchmark)
@@ -129,3 +131,16 @@ def test_a_broken_file_is_refused(tmp_path, monkeypatch):
             published.load("domainsum")
     finally:
         published.load.cache_clear()
+
+
+def test_medqsum_correlation_tables_equal_the_paper():
+    paper = published.load("medqsum")
+    # 13 metrics x (Relevance, Consistency, Fluency) x two annotators, in Tables 3 and 5
+    assert len(paper.find(table="Table 3")) == len(paper.find(table="Table 5")) == 13 * 6
+    columns = [f"{a} Annotator {n}" for a in ("Relevance", "Consistency", "Fluency") for n in (1, 2)]
+    for table, line, key in (("Table 3", MEDQSUM_T3, "bertscore_f1"), ("Table 5", MEDQSUM_T5, "blanc_tune")):
+        row, *cells = line.split("\t")
+        for column, cell in zip(columns, cells):
+            v = paper.one(table=table, row=row, column=column)
+            assert v["value"] == float(cell) and v["scored_metric"] == key
+    assert {v["scored_metric"] for v in paper.values} <= set(catalog.metric_keys(catalog.lookup("medqsum_hcm")))
