@@ -42,6 +42,7 @@ from custom_metrics.errors import SuiteError
 from custom_metrics.outputs import OutputExistsError, check_folder, output_folder, write_atomically
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
+from lm_eval_tasks.report.paper_tables import paper_tables, terms as paper_terms
 from lm_eval_tasks.report.page import Numbered, definitions, markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
@@ -97,7 +98,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     from custom_metrics.progress import bar
 
     steps = bar(3, "report", unit="step", enabled=None if progress else False, leave=False)
-    tables = builder.all()
+    tables = paper_tables(builder, builder.all())
     steps.update(1)
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)
@@ -110,6 +111,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     for i, v in enumerate(ordered):
         numbered.setdefault(v.table, []).append((i, v))
     terms = definitions([k for b in runs.benchmarks() for k, _ in builder.headline(b)], bool(ordered))
+    terms += paper_terms(tables)
     text = markdown(tables, figs, notes, numbered, terms)
     write_atomically(out / "report.md", text)
     write_atomically(out / "report.html", page(runs, tables, figs, notes, [str(f) for f in folders], numbered, terms))

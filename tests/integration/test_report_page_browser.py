@@ -62,11 +62,33 @@ def test_the_page_really_has_wide_tables_and_figures(report_page, chromium):
                                       ".filter(b => b.scrollWidth > b.clientWidth + 1).length")
             assert scrolling >= least, width
         assert page.evaluate("() => document.querySelectorAll('figure img[alt]').length") == 5
-        # contents: definitions, the three tables, figures, runs
-        assert page.evaluate("() => document.querySelectorAll('nav li').length") == 6
+        # contents: definitions, DomainSum Table 2's layout (genre), the three tables, figures, runs
+        assert page.evaluate("() => document.querySelectorAll('nav li').length") == 7
         # one sentence per comparison, each as wide as the text column at most
         sentences = page.evaluate("() => [...document.querySelectorAll('ol.verdicts li')].map(li => li.textContent)")
         assert len(sentences) == 66 and all("shared documents" in s for s in sentences)
+    finally:
+        page.close()
+
+
+def test_the_papers_layout_with_published_rows_lays_out(chromium, tmp_path):
+    """DomainSum Table 2's layout with the paper's rows and the paper-vs-this-run table: at
+    1,280 and 390 px every column (each cell's Δ and p) is reachable."""
+    write_system(tmp_path / "runs", "meta-llama/Llama-3.1-8B-Instruct", {"cnndm": 0.4, "pubmed": 0.3}, n_docs=4)
+    write_system(tmp_path / "runs", "Qwen/Qwen2.5-7B-Instruct-another-long-checkpoint-name",
+                 {"cnndm": 0.3, "pubmed": 0.35}, n_docs=4)
+    assert report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    path = tmp_path / "r" / "report.html"
+    assert page_check.check_page(path, context=chromium) == []
+    page = chromium.new_page()
+    try:
+        page.goto(path.as_uri())
+        ids = page.evaluate("() => [...document.querySelectorAll('h3[id]')].map(h => h.id)")
+        assert ids[:1] == ["domainsum_table2_genre"] and "domainsum_paper_vs_run" in ids
+        cells = page.evaluate("() => [...document.querySelectorAll('#domainsum_table2_genre + p + div td')]"
+                              ".map(td => td.textContent)")
+        assert any(c.startswith("Llama3.1-8B (published)") for c in cells)
+        assert sum("; p " in c for c in cells) == 2 * 4  # this run's two systems: Δ and p in each cell
     finally:
         page.close()
 

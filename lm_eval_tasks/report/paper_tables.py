@@ -1,0 +1,235 @@
+"""The papers' own table layouts, with the papers' published rows beside the user's systems.
+
+* ``domainsum_table2_<level>``: DomainSum Table 2 — one table per level of domain shift
+  the runs cover; rows the systems, columns each evaluated domain's ROUGE and BERTScore,
+  a cell ``0-shot (2-shot − 0-shot; p)`` with the best zero-shot (†) and the best
+  two-shot (‡) value marked. Below the user's systems, the paper's rows as published
+  (:mod:`~lm_eval_tasks.report.published`), marked and cited as such and with their own
+  best marks: a published number is never pooled with the user's (no best, mean or test
+  spans both).
+* ``<benchmark>_paper_vs_run``: every run whose model, shots and task are the paper's,
+  beside the paper's value for that cell, and the difference (this run − paper).
+
+Why a second table beside the long ``<benchmark>_settings`` table: the paper's layout is
+what a researcher holds their results against; the long table keeps the intervals and
+the shared document counts. The Δ and p here are that table's comparisons (its verdicts
+are listed there, once).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from custom_metrics.registry import display_name, display_scale as scale
+from lm_eval_tasks import catalog
+from lm_eval_tasks.report import published
+from lm_eval_tasks.report.runs import Run
+from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
+from lm_eval_tasks.report.verdicts import p_text
+
+#: the suite's keys in DomainSum Table 2's two columns per domain (the paper's text defines
+#: its "ROUGE" as the geometric mean of ROUGE-1/2/L)
+TABLE2_KEYS = ("rouge_geo", "bertscore_f1")
+#: DomainSum's column names of its domains (Table 2's headings)
+DOMAIN_NAMES = {"cnndm": "CNN/DM", "pubmed": "PubMed", "reddit": "Reddit", "samsum": "SAMSum", "wikihow": "WikiHow",
+                "cnn": "CNN", "fox": "Fox", "nydaily": "NYDaily", "nytimes": "NYTimes", "wapo": "WaPo",
+                "soccer": "Soccer", "crime": "Crime", "family": "Family", "media": "Media", "law": "Law"}
+BEST_ZERO, BEST_TWO = "†", "‡"
+
+
+def _base_runs(builder: Builder, benchmark: str) -> list[Run]:
+    return [r for r in builder.runs.of(benchmark) if not r.system.fine_tuned and not r.spec.variant]
+
+
+def _cell(zero: float | None, delta: float | None, p: str | None, marks: tuple[bool, bool]) -> str:
+    """``26.02† (+1.20‡; p 0.031)``: the zero-shot value, the two-shot difference and its p."""
+    if zero is None and delta is None:
+        return "n/a"
+    text = "n/a" if zero is None or not math.isfinite(zero) else f"{zero:.2f}" + (BEST_ZERO if marks[0] else "")
+    if delta is not None and math.isfinite(delta):
+        text += f" ({delta:+.2f}" + (BEST_TWO if marks[1] else "") + (f"; p {p}" if p else "") + ")"
+    return text
+
+
+def _best(values: Sequence[float | None]) -> set[int]:
+    finite = [(v, i) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if not finite:
+        return set()
+    top = max(v for v, _ in finite)
+    return {i for v, i in finite if round(v, 2) == round(top, 2)}
+
+
+def _mark(cells: list[list[tuple[float | None, float | None, str | None]]]) -> list[list[str]]:
+    """Cells of one group of rows (the user's, or the paper's) as text with best marks per column."""
+    out = [[""] * len(row) for row in cells]
+    for j in range(len(cells[0]) if cells else 0):
+        zeros = [row[j][0] for row in cells]
+        twos = [None if row[j][0] is None or row[j][1] is None else row[j][0] + row[j][1] for row in cells]
+        best0, best2 = _best(zeros), _best(twos) if any(t is not None for t in twos) else set()
+        for i, row in enumerate(cells):
+            out[i][j] = _cell(*row[j], (i in best0 and len(cells) > 1, i in best2 and len(cells) > 1))
+    return out
+
+
+def domainsum_table2(builder: Builder) -> list[Table]:
+    """DomainSum Table 2's layout per level, with the paper's rows beside the user's."""
+    runs = _base_runs(builder, "domainsum")
+    paper = published.load("domainsum")
+    keys = [k for k in TABLE2_KEYS if any(k in r.values for r in runs)]
+    out = []
+    for level, domains in catalog.DOMAINSUM_LEVELS.items():
+        here = [d for d in domains if any(r.subset == d for r in runs)]
+        if not here or not keys:
+            continue
+        systems = sorted({r.system.identity: r.system for r in runs if r.subset in here}.values(),
+                         key=lambda s: s.label)
+        header = ["System", "Source"] + [f"{DOMAIN_NAMES.get(d, d)} {display_name(k)}: 0-shot (2-shot − 0-shot; p)"
+                                         for d in here for k in keys]
+        mine = []
+        for system in systems:
+            row = []
+            for d in here:
+                zero, two = (builder.runs.find(system, "domainsum", d, s) for s in (0, 2))
+                row += [_run_cell(builder, zero, two, k) for k in keys]
+            mine.append(row)
+        rows = [[s.label, "this run"] + cells for s, cells in zip(systems, _mark(mine))]
+        theirs, names = [], []
+        for model in (paper.models if paper else {}):
+            found = [_paper_cell(paper, model, d, k) for d in here for k in keys]
+            if any(c[0] is not None for c in found):
+                theirs.append(found)
+                names.append(model)
+        rows += [[f"{m} (published)", f"{paper.paper} Table 2, row {m}"] + cells
+                 for m, cells in zip(names, _mark(theirs))]
+        out.append(Table(f"domainsum_table2_{level}",
+                         f"DomainSum Table 2 layout, {level} shift: 0-shot and 2-shot per domain",
+                         header, rows, caption=table2_caption(paper)))
+    return out
+
+
+def _run_cell(builder: Builder, zero: Run | None, two: Run | None, key: str) -> tuple:
+    """(0-shot value, 2-shot − 0-shot, p) of a system in one domain, x100 where the key is."""
+    if zero is not None and two is not None and key in zero.values and key in two.values:
+        builder.section = "domainsum_settings"  # the settings table's comparison: its verdict is listed there
+        c = builder.compare(two, zero, key)
+        if c is not None:
+            docs = list(c.docs)
+            return (builder.est(zero, key, docs).value * scale(key), c.result.delta * scale(key),
+                    p_text(c.result.p_value))
+    if zero is not None and key in zero.values:
+        return builder.est(zero, key).value * scale(key), None, None
+    return None, None, None
+
+
+def _paper_cell(paper: published.Published, model: str, subset: str, key: str) -> tuple:
+    metric = next((m for m, spec in paper.metrics.items() if key in spec.get("keys", [])), None)
+    zero = paper.one(table="Table 2", model=model, subset=subset, metric=metric, setting="0-shot")
+    diff = paper.one(table="Table 2", model=model, subset=subset, metric=metric, setting="2-shot minus 0-shot")
+    return (zero["value"] if zero else None, diff["value"] if diff else None, None)
+
+
+def table2_caption(paper: published.Published | None) -> str:
+    where = (f" Rows marked (published): {paper.paper}'s Table 2 as printed ({paper.citation}; data file "
+             f"lm_eval_tasks/report/published/{paper.path.name}), not recomputed and never pooled with this "
+             "run's systems; † and ‡ mark the best within the published rows and within this run's rows "
+             "separately." if paper else "")
+    return ("Cell: the 0-shot score, in parentheses the 2-shot score minus the 0-shot score and, for this run's "
+            "systems, its p (the paired test of the zero- vs few-shot table, where the interval, the shared "
+            "document count and the verdict of each difference are); scores x100. † best 0-shot, ‡ best 2-shot "
+            "(0-shot + difference) in the column. ROUGE: geometric mean of ROUGE-1/2/L (rouge_geo), as the "
+            "paper's text defines its ROUGE; its release's arithmetic mean is in the zero- vs few-shot table "
+            "and the paper-vs-this-run table." + where)
+
+
+def paper_vs_run(builder: Builder, benchmark: str) -> Table | None:
+    """Every run of a model the paper evaluated, in the paper's setting, beside the paper's value."""
+    paper = published.load(benchmark)
+    if paper is None:
+        return None
+    header = ["System", "Published row", "Subset", "Setting", "Metric (suite key)", "n", "This run", "Paper",
+              "This run − paper", "Published at"]
+    rows = []
+    for r in sorted(builder.runs.of(benchmark), key=lambda r: (r.system.label, r.subset or "", r.shots)):
+        model = paper.model_of(r.system.started_from or r.system.base)
+        if model is None or r.spec.variant:
+            continue
+        if r.system.fine_tuned and lookup_subset(r.system.trained_on) != r.subset:
+            continue  # the paper's fine-tuned numbers are in-domain
+        setting = "fine-tuned" if r.system.fine_tuned else f"{r.shots}-shot"
+        for metric in paper.metrics:
+            for key in paper.keys(metric):
+                if key not in r.values:
+                    continue
+                mine = builder.est(r, key).value * paper.scale(metric)
+                for row_name, value, cited in _published(paper, model, r.subset, metric, setting):
+                    digits = 3 if paper.scale(metric) == 1 and abs(value) < 1 else 2
+                    rows.append([r.system.label, row_name, r.subset, setting, f"{display_name(key)} ({key})",
+                                 str(r.n), f"{mine:.{digits}f}", f"{value:.{digits}f}",
+                                 f"{mine - value:+.{digits}f}", cited])
+    if not rows:
+        return None
+    return Table(f"{benchmark}_paper_vs_run", f"{paper.paper}: this run vs the paper's published numbers",
+                 header, rows, caption=(
+                     f"A row for every run of a model {paper.paper} evaluated ({', '.join(paper.models)}), on "
+                     "the paper's task and setting; This run − paper in the paper's units. The paper's number "
+                     "is on its full test set; this run's on its own documents (n). 2-shot: the paper's 0-shot "
+                     "value plus its published difference. Data file: lm_eval_tasks/report/published/"
+                     f"{paper.path.name}."))
+
+
+def _published(paper: published.Published, model: str, subset: str | None, metric: str,
+               setting: str) -> list[tuple[str, float, str]]:
+    """(the paper's row, its value of one cell, its citation) of every published value for the
+    model, subset, metric and setting (a model fine-tuned on several training sizes has one
+    row each); a 2-shot value is the printed 0-shot plus the printed difference where the
+    paper prints those two (DomainSum Table 2)."""
+    hits = paper.find(model=model, subset=subset, metric=metric, setting=setting)
+    if hits:
+        return [(h["row"], h["value"], paper.cite(h)) for h in hits]
+    if setting == "2-shot":
+        zero = paper.one(model=model, subset=subset, metric=metric, setting="0-shot")
+        diff = paper.one(model=model, subset=subset, metric=metric, setting="2-shot minus 0-shot")
+        if zero and diff:
+            return [(zero["row"], round(zero["value"] + diff["value"], 2),
+                     paper.cite(zero) + " (0-shot + difference)")]
+    return []
+
+
+#: the page's definitions of the words these tables head columns with
+TERMS = [("Source", "this run: the user's system scored from its logged samples; otherwise the paper, table and "
+                    "row a published number is printed in (lm_eval_tasks/report/published/<benchmark>.json)"),
+         ("(published)", "a row of numbers as the paper prints them, not recomputed; never part of this run's "
+                         "statistics, bests or verdicts"),
+         ("0-shot (2-shot − 0-shot; p)", "DomainSum Table 2's cell: the zero-shot score, then the two-shot score "
+                                         "minus the zero-shot score on the documents both logged and its p"),
+         ("† / ‡", "the best zero-shot / two-shot score of the column, within this run's rows and within the "
+                   "published rows separately"),
+         ("This run − paper", "the run's score minus the paper's published number for the same model, task and "
+                              "setting, in the paper's units")]
+
+
+def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
+    """The :data:`TERMS` the report's tables use (for the page's definitions)."""
+    names = [t.name for t in tables]
+    layout = any(n.startswith("domainsum_table2_") for n in names)
+    versus = any(n.endswith("_paper_vs_run") for n in names)
+    return [t for i, t in enumerate(TERMS) if (layout and i < 4) or (versus and i in (0, 4))]
+
+
+def paper_tables(builder: Builder, tables: Sequence[Table]) -> list[Table]:
+    """``tables`` (:meth:`Builder.all`) with the papers' layouts first and each benchmark's
+    paper-vs-run table after its zero- vs few-shot table (or at its benchmark's end)."""
+    first = domainsum_table2(builder) if "domainsum" in builder.runs.benchmarks() else []
+    out = list(first) + list(tables)
+    for benchmark in builder.runs.benchmarks():
+        extra = paper_vs_run(builder, benchmark)
+        if extra is None:
+            continue
+        names = [t.name for t in out]
+        anchor = next((n for n in (f"{benchmark}_settings", f"{benchmark}_scores") if n in names), None)
+        out.insert(names.index(anchor) + 1 if anchor else len(out), extra)
+    return out
+
+
+__all__ = ["DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "terms", "domainsum_table2", "paper_tables", "paper_vs_run"]
