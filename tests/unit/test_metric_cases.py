@@ -76,8 +76,11 @@ def _context(fam: registry.Family, case: dict, tmp: Path) -> registry.Context:
              for k, v in ctx.get("settings", {}).items()}
     unread = sorted(set(given) - set(fam.settings))
     assert not unread, f"case sets {unread}, which family {fam.name} does not read ({fam.settings})"
-    return registry.Context(benchmark=ctx.get("benchmark", ""), subset=ctx.get("subset", ""),
-                            settings=settings.resolve_many(given, fam.settings), progress=False)
+    from lm_eval_tasks.scoring_context import family_context
+
+    # the one scoring-context builder: a case naming a benchmark gets its record's conventions
+    return family_context(fam.name, {**given, "progress": False}, benchmark=ctx.get("benchmark", ""),
+                          subset=ctx.get("subset", ""))
 
 
 @pytest.mark.parametrize("family, case", _cases())
