@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from custom_metrics import registry
-from lm_eval_tasks import catalog, settings
+from lm_eval_tasks import settings
+from lm_eval_tasks.benchmarks import papers
 
 
 def conventions(benchmark: str) -> dict[str, tuple[Any, str]]:
     """``setting -> (value, where it comes from)`` of ``benchmark``'s record (empty for an
     unknown or empty name: the library defaults apply)."""
-    rec = catalog.RECORDS.get(benchmark) or (catalog.record(benchmark) if benchmark == catalog.USER_BENCHMARK
-                                             else None)
+    rec = papers.ALL_RECORDS.get(benchmark)
     if rec is None:
         return {}
     return {key: (c.value, f"release convention of {benchmark}") for key, c in rec.conventions.items()}

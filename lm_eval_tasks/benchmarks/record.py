@@ -90,9 +90,5 @@ class Benchmark:
     def task_families(self, subset: str, variant: Variant) -> tuple[str, ...]:
         return (*self.families, *self.subset_families.get(subset, ()), *variant.extra_families)
 
-    def setting_defaults(self) -> dict[str, Any]:
-        """The conventions as setting values (what an unset setting means for these tasks)."""
-        return {key: c.value for key, c in self.conventions.items()}
-
 
 __all__ = ["Benchmark", "Convention", "Variant"]
