@@ -42,7 +42,6 @@ and the error hook.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sys
@@ -54,6 +53,7 @@ import datasets
 from lm_eval import evaluator
 from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
+from lm_eval.utils import simple_parse_args_string
 from lm_eval.api.utils import maybe_delimit
 
 from custom_metrics import model_cache, registry, secrets
@@ -83,40 +83,7 @@ log = logging.getLogger(__name__)
 install_excepthook()
 
 
-def _model_args() -> tuple[str | None, dict[str, Any]] | None:
-    """``--model`` and the parsed ``--model_args`` of this run, or None when they cannot be found.
-
-    Why: lm-eval 0.4.13 merges the model's arguments into every task's metadata, so a
-    task cannot tell ``pretrained`` from a misspelled setting by the metadata alone, and
-    the generation journal keys on them; ``simple_evaluate`` holds them in its locals.
-    """
-    from lm_eval.utils import simple_parse_args_string
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
-            args, model = frame.f_locals["model_args"], frame.f_locals.get("model")
-            # parsed as simple_evaluate parses them before merging them into the metadata
-            parsed = simple_parse_args_string(args) if isinstance(args, str) else dict(args or {})
-            return (model if isinstance(model, str) else None), parsed
-        frame = frame.f_back
-    return None
-
-
-def _with_journal(evaluate: Callable) -> Callable:
-    """lm-eval's ``evaluate`` with the generation journal around it (:mod:`.harness_parts.resume`)."""
-    @functools.wraps(evaluate)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        lm = kwargs["lm"] if "lm" in kwargs else args[0]
-        with resume.journaled(lm, *(_model_args() or (None, None))):
-            return evaluate(*args, **kwargs)
-
-    run.suite_journal = True  # type: ignore[attr-defined]
-    return run
-
-
-if not getattr(evaluator.evaluate, "suite_journal", False):  # simple_evaluate calls it by this name
-    evaluator.evaluate = _with_journal(evaluator.evaluate)
+resume.install(evaluator, simple_parse_args_string)
 
 
 class SuiteTask(ConfigurableTask):
@@ -141,7 +108,7 @@ class SuiteTask(ConfigurableTask):
         super().__init__(config=cfg)
         self.config.metadata = dict(self.config.metadata or {})
         settings.check_metadata(self.meta, f"task {self.spec.name} (--metadata)",
-                                allowed=set(found[1]) if (found := _model_args()) else None)
+                                allowed=set(found[1]) if (found := resume.model_args(simple_parse_args_string)) else None)
         until = stop_sequences(self.spec, self.meta)
         if until is not None:  # a prompt file's layout brings its own stops
             self.config.generation_kwargs = {**(self.config.generation_kwargs or {}), "until": list(until)}

@@ -14,14 +14,17 @@ untouched.
 
 Ctrl-C (and SIGTERM, turned into the same unwinding for the evaluation) then ends in one
 line naming what was kept (:func:`interrupted_line`); the same command run again
-generates only what is missing. Nothing here imports ``lm_eval``.
+generates only what is missing. Nothing here imports ``lm_eval`` at import time: the
+harness adapter hands lm-eval's ``evaluator`` module and argument parser to :func:`install`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
+import sys
 import threading
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
@@ -250,3 +253,42 @@ def exit_after(exc: BaseException) -> None:
 
 
 __all__ = ["Session", "Terminated", "interrupted_line", "journaled", "merge_records", "register", "task_record"]
+
+
+def model_args(parse: Callable[[str], dict[str, Any]]) -> tuple[str | None, dict[str, Any]] | None:
+    """``--model`` and the parsed ``--model_args`` of this run, or None when they cannot be found.
+
+    Why: lm-eval 0.4.13 merges the model's arguments into every task's metadata, so a
+    task cannot tell ``pretrained`` from a misspelled setting by the metadata alone, and
+    the generation journal keys on them; ``simple_evaluate`` holds them in its locals.
+    ``parse`` is lm-eval's own ``--model_args`` parser, handed in by the harness adapter.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
+            args, model = frame.f_locals["model_args"], frame.f_locals.get("model")
+            # parsed as simple_evaluate parses them before merging them into the metadata
+            parsed = parse(args) if isinstance(args, str) else dict(args or {})
+            return (model if isinstance(model, str) else None), parsed
+        frame = frame.f_back
+    return None
+
+
+def install(evaluator: Any, parse: Callable[[str], dict[str, Any]]) -> None:
+    """Put the generation journal around lm-eval's ``evaluator.evaluate``, once per process.
+
+    ``simple_evaluate`` calls ``evaluate`` by its module attribute, so replacing that
+    attribute is the one place where the model object and the suite's tasks meet.
+    """
+    evaluate = evaluator.evaluate
+    if getattr(evaluate, "suite_journal", False):
+        return
+
+    @functools.wraps(evaluate)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        lm = kwargs["lm"] if "lm" in kwargs else args[0]
+        with journaled(lm, *(model_args(parse) or (None, None))):
+            return evaluate(*args, **kwargs)
+
+    run.suite_journal = True  # type: ignore[attr-defined]
+    evaluator.evaluate = run
