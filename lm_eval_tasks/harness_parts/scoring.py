@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from custom_metrics import battery, registry
+from custom_metrics import battery, devices, registry
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import family_options
@@ -95,6 +95,13 @@ class ShardScoring:
     def __init__(self, spec: catalog.TaskSpec, meta: Mapping[str, Any]) -> None:
         self.spec = spec
         self.families = requested_families(spec, meta)
+        #: where this task's scorer models run (setting scorer_device), None when none is model-based
+        self.device = None
+        if any(registry.get(n).model_setting or "encoder" in registry.get(n).needs for n in self.families):
+            from lm_eval_tasks.harness_parts.devices import scorer_device
+
+            self.device = scorer_device(meta)
+            devices.use(self.device)
         self.ctx = {name: family_context(spec, name, meta) for name in self.families}
         #: (document id, prediction) -> key -> value; None until the shard is scored
         self.scores: dict[tuple[str, str], dict[str, Any]] | None = None
@@ -309,6 +316,8 @@ class ShardScoring:
             resolved["medqsum_metrics"] = {"value": settings.resolve(meta, "medqsum_metrics"),
                                            "from": settings.source_of(meta, "medqsum_metrics")}
             record.update(self._battery_record())
+        if self.device is not None:
+            resolved["scorer_device"] = {"value": self.device, "from": settings.source_of(meta, "scorer_device")}
         record["settings_used"] = resolved
         record["library_versions"] = versions()
         if bypass:
