@@ -27,7 +27,7 @@ Agreement with ``bert_score.BERTScorer`` is tested to 1e-5.
 Default encoder: the library's English default (``roberta-large``, layer 17). A local
 directory or another hub id may be given; the layer then defaults to the library's
 table entry, else the encoder's last layer. Empty predictions or references score 0.
-The encoder runs on the GPU when ``torch.cuda.is_available()``, else on the CPU.
+The encoder runs on the scorers' device (setting ``scorer_device``, :mod:`custom_metrics.devices`).
 
 Reference cache: :mod:`custom_metrics.reference_cache` keeps the references' embeddings
 on disk across runs (setting ``score_cache_dir``).
@@ -83,10 +83,11 @@ def resolve_layers(model: str, num_layers: int | None) -> int:
 
 
 def default_device() -> str:
-    """``cuda`` when PyTorch sees a GPU, else ``cpu``: the suite never scores on the CPU of a GPU box."""
-    import torch
+    """The scorers' device (:func:`custom_metrics.devices.current`, setting ``scorer_device``):
+    by default the first GPU no sharded model occupies, else ``cpu``."""
+    from custom_metrics import devices
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return devices.current()
 
 
 class Encoder:
@@ -214,11 +215,12 @@ def _batches(order: Sequence[str], lengths: Sequence[int], batch_size: int,
 
 
 def get_scorer(model: str | None = None, num_layers: int | None = None) -> Encoder:
-    """The encoder for (model, layer) from the process's model cache (key
-    ``("bertscore", model, layer)``); loaded on first use."""
+    """The encoder for (model, layer) on the scorers' device from the process's model cache
+    (key ``("bertscore", model, layer, device)``); loaded on first use."""
     model = model or default_model()
     layers = resolve_layers(model, num_layers)
-    return model_cache.get(("bertscore", model, layers), lambda: Encoder(model, layers))
+    device = default_device()
+    return model_cache.get(("bertscore", model, layers, device), lambda: Encoder(model, layers, device))
 
 
 # =========================================================================== scoring

@@ -49,13 +49,15 @@ def _hub_like(name: str) -> bool:
 
 def load_model(kind: str, name: str, *, metric: str, key: str | None = None,
                env: str | None = None) -> tuple[Any, Any]:
-    """(tokenizer, model in eval mode) for ``kind`` in {"causal", "masked"}, from the
-    process's model cache (key ``(kind, name)``)."""
-    return model_cache.get((kind, str(name)), lambda: _load(kind, str(name), metric, key, env))
+    """(tokenizer, model in eval mode) for ``kind`` in {"causal", "masked"} on the scorers'
+    device (setting ``scorer_device``), from the process's model cache (key ``(kind, name, device)``)."""
+    from custom_metrics import devices
+
+    device = devices.current()
+    return model_cache.get((kind, str(name), device), lambda: _load(kind, str(name), metric, key, env, device))
 
 
-def _load(kind: str, name: str, metric: str, key: str | None, env: str | None) -> tuple[Any, Any]:
-    import torch
+def _load(kind: str, name: str, metric: str, key: str | None, env: str | None, device: str) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
     cls = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM}[kind]
@@ -65,7 +67,6 @@ def _load(kind: str, name: str, metric: str, key: str | None, env: str | None) -
     except (OSError, ValueError) as exc:  # hub errors are OSError subclasses
         raise ModelUnavailable(unavailable_message(metric, name, key, env, exc)) from exc
     model.eval()
-    device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
     return tok, model
 

@@ -261,7 +261,8 @@ def _rouge_score(batch: Batch, ctx: Context) -> dict[str, list]:
                              progress=ctx.progress, desc=ctx.bar_label("ROUGE"))
     # rouge-score keeps only [a-z0-9] tokens: a reference in another script scores 0 for any summary
     blank = sum(not rouge_tokens(r, stem) for r in batch.references if (r or "").strip())
-    ctx.record["rouge_references_without_tokens"] = {"count": blank,
+    # the count of references beside the share: data-parallel ranks sum both and divide again
+    ctx.record["rouge_references_without_tokens"] = {"count": blank, "references": len(batch),
                                                      "share": blank / len(batch) if len(batch) else 0.0}
     if blank:
         log.warning("ROUGE: %d of %d references have no [a-z0-9] token (non-Latin text?): they score 0 "

@@ -13,8 +13,8 @@ the harness instead of around it:
   :mod:`custom_metrics.registry`) and each document is handed its numbers. Keys
   aggregated by ``mean``/``nanmean`` therefore get the harness's standard errors and
   ``--log_samples`` shows each document's scores (a ``nanmean`` key is absent from a
-  document it does not apply to: under ``accelerate``, a rank whose every value is NaN
-  reports NaN for it); corpus keys (corpus BLEU, MAUVE,
+  document it does not apply to; under ``accelerate``, a key some rank has no value for
+  is handed over NaN included and averaged NaN-aware); corpus keys (corpus BLEU, MAUVE,
   Pearson r, F1) stay corpus aggregations. Under ``accelerate launch`` each rank
   scores its own shard.
 * **Never lose generations.** Before any generation (:meth:`build_all_requests`) every
@@ -51,7 +51,7 @@ from typing import Any
 
 import datasets
 from lm_eval import evaluator
-from lm_eval.api.metrics import mean
+from lm_eval.api.metrics import mean, nanmean
 from lm_eval.api.task import ConfigurableTask
 from lm_eval.utils import simple_parse_args_string
 from lm_eval.api.utils import maybe_delimit
@@ -74,7 +74,7 @@ from lm_eval_tasks.harness_parts.fitting import (
 )
 from lm_eval_tasks.harness_parts.generations import generation_report, save_generations
 from lm_eval_tasks.harness_parts.include_paths import index_paths, split_include_paths
-from lm_eval_tasks.harness_parts.ranks import all_ranks, process_group
+from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts, process_group
 from lm_eval_tasks.harness_parts.scoring import ShardScoring, clean_prediction, none_scored, sum_counts
 from lm_eval_tasks.results import first_text
 
@@ -309,9 +309,12 @@ class SuiteTask(ConfigurableTask):
         """Make this rank's record of the run the whole run's (a no-op in a single process)."""
         if process_group() is None:
             return
-        parts = all_ranks({**self._scoring.rank_part(), **rank_fits(self._fit, self._evaluated())})
+        parts = all_ranks({**self._scoring.rank_part(), **rank_fits(self._fit, self._evaluated()),
+                           "saved": self._loaded_report.get("generations_saved")})
         self._scoring.merge(parts)
         self._fit_all = merge_fits(parts)
+        if any(p["saved"] for p in parts):  # each rank saved its own generations file
+            self._loaded_report["generations_saved"] = merge_counts([p["saved"] for p in parts])
 
     def _generation_report(self) -> None:
         """Count empty generations and generations cut by ``max_gen_toks``; warn about both."""
@@ -350,7 +353,7 @@ class SuiteTask(ConfigurableTask):
                     # NaN documents are left out in process_results; a key no document has a
                     # value for is NaN through a function the harness gives no stderr ("N/A")
                     scored_none = scoring.scores is not None and k.name not in scoring.sparse
-                    out[k.name] = none_scored if scored_none else mean
+                    out[k.name] = none_scored if scored_none else nanmean if k.name in scoring.ragged else mean
                 elif k.aggregation == "sum":
                     out[k.name] = sum_counts
                 else:

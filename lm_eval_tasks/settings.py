@@ -21,10 +21,12 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from custom_metrics import devices
 from custom_metrics.errors import SuiteError
 
 
@@ -53,7 +55,10 @@ def _int(value: Any) -> int:
         if value.is_integer():
             return int(value)
         raise ValueError(value)
-    return int(str(value).strip())
+    text = str(value).strip(" \t\r\n")
+    if not re.fullmatch(r"[+-]?[0-9]+", text):  # int() would also take "1_000" and control characters
+        raise ValueError(value)
+    return int(text)
 
 
 def _float(value: Any) -> float:
@@ -126,7 +131,7 @@ class Setting:
     @property
     def type_name(self) -> str:
         name = {_int: "int", _float: "float", str: "str", _bool: "bool", _json_or_str: "json/str",
-                _words_or_map: "int or {name: int}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
+                _words_or_map: "int or {name: int}", devices.parse: f"device: {' / '.join(devices.FORMS)}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
         if self.choices is not None:
             return f"{name}: {' / '.join(self.choices)}"
         return name if self.range_text == "any value" else f"{name} {self.range_text}"
@@ -188,6 +193,11 @@ def _rows() -> list[Setting]:
         S("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", _int, None,
           "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers", low=1),
         S("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", _int, 64, "BERTScore batch size.", "scorers", low=1),
+        S("scorer_device", "DOMSUM_SCORER_DEVICE", devices.parse, "auto",
+          "Device of the scorer models (BERTScore, BLANC, perplexity, MAUVE): `auto` = the rank's own GPU "
+          "under `accelerate launch`, else the first GPU no sharded model occupies (`parallelize=True` takes "
+          "every GPU, vLLM its first tensor x data parallel ones), else `cpu`; or `cpu`, `cuda`, `cuda:N`, "
+          "`mps`.", "scorers"),
         S("score_cache_dir", "DOMSUM_SCORE_CACHE", str, "~/.cache/domsum/scores",
           "Folder caching reference-side work across runs (BERTScore reference embeddings, keyed by "
           "encoder, weights, layer, max length and text); `off` disables.", "scorers"),

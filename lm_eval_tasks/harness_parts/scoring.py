@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from custom_metrics import battery, registry
+from custom_metrics import battery, devices, registry
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, scoring_context, settings
 from lm_eval_tasks.benchmarks import family_options
+from lm_eval_tasks.harness_parts.ranks import merge_counts
 from lm_eval_tasks.results import first_text
 
 log = logging.getLogger(__name__)
@@ -91,12 +92,22 @@ class ShardScoring:
     def __init__(self, spec: catalog.TaskSpec, meta: Mapping[str, Any]) -> None:
         self.spec = spec
         self.families = requested_families(spec, meta)
+        #: where this task's scorer models run (setting scorer_device), None when none is model-based
+        self.device = None
+        if any(registry.get(n).model_setting or "encoder" in registry.get(n).needs for n in self.families):
+            from lm_eval_tasks.harness_parts.devices import scorer_device
+
+            self.device = scorer_device(meta)
+            devices.use(self.device)
         self.ctx = {name: family_context(spec, name, meta) for name in self.families}
         #: (document id, prediction) -> key -> value; None until the shard is scored
         self.scores: dict[tuple[str, str], dict[str, Any]] | None = None
         #: nanmean keys with at least one finite value in this shard: their NaN documents are
         #: left out (a key NaN everywhere stays NaN everywhere, so it is still reported)
         self.sparse: set[str] = set()
+        #: nanmean keys with a value on some ranks but none on others (a data-parallel run): every
+        #: rank hands them to the harness, NaN included, and they aggregate NaN-aware (:meth:`merge`)
+        self.ragged: set[str] = set()
         self.failures: dict[str, str] = {}
         #: a battery task (a family may be skipped for a missing model): skipped families, seconds
         #: per family, scoring details; recorded as ``<benchmark>_skipped`` / ``_timings_s`` / ``_details``
@@ -106,6 +117,8 @@ class ShardScoring:
             self.battery = {"wanted": wanted, "skipped": {}, "timings": {}, "details": {}}
         #: nanmean key -> (documents with a value, documents scored): "0 of N judged" is said, not hidden
         self.coverage: dict[str, tuple[int, int]] = {}
+        #: processes whose counters the record sums (:meth:`merge`; 1 in a single process)
+        self.ranks = 1
 
     def keys(self) -> list[registry.Key]:
         return [k for name in self.families for k in registry.get(name).keys]
@@ -194,7 +207,8 @@ class ShardScoring:
         standard error, instead of bootstrapping nanmean 100,000 times per metric.
         """
         assert self.scores is not None
-        return {k: v for k, v in self.scores[key].items() if not (k in self.sparse and not finite(v))}
+        left_out = self.sparse - self.ragged
+        return {k: v for k, v in self.scores[key].items() if not (k in left_out and not finite(v))}
 
     def corpus(self, key: registry.Key, ctx: registry.Context) -> Callable[[list], float]:
         """The aggregation of a corpus key: NaN, with the reason recorded, when its scorer failed."""
@@ -213,17 +227,35 @@ class ShardScoring:
         return corpus
 
     def rank_part(self) -> dict[str, Any]:
-        """What every rank's scoring must agree on, small enough to gather."""
-        return {"sparse": sorted(self.sparse), "coverage": self.coverage, "failures": self.failures}
+        """What every rank's scoring must agree on or add up, small enough to gather: the
+        ``nanmean`` keys with a value, coverage, failures, and every family's record, details,
+        judge counters and battery notes."""
+        from dataclasses import asdict
+
+        judge = {name: asdict(ctx.options["judge_stats"]) for name, ctx in self.ctx.items()
+                 if ctx.options.get("judge_stats") is not None}
+        battery = None if self.battery is None else {k: self.battery[k] for k in ("skipped", "timings", "details")}
+        return {"sparse": sorted(self.sparse), "coverage": self.coverage, "failures": self.failures,
+                "records": {name: ctx.record for name, ctx in self.ctx.items()},
+                "details": {name: ctx.details for name, ctx in self.ctx.items()},
+                "judge": judge, "battery": battery}
 
     def merge(self, parts: list[dict]) -> None:
         """Make this rank's record the whole run's from every rank's :meth:`rank_part`.
 
         ``sparse`` is merged before any document is handed its scores, so a ``nanmean``
         key with a value on any rank is left out of every rank's NaN documents, as in one
-        process (else rank 0, all NaN for it, would report NaN for the whole run).
+        process (else rank 0, all NaN for it, would report NaN for the whole run); a key
+        with no value on some rank is :attr:`ragged`. Each
+        family's counters and usage figures become the sum over ranks
+        (:func:`~lm_eval_tasks.harness_parts.ranks.merge_counts`), and a judge family's
+        summary line is said again from every rank's counters.
         """
         self.sparse = {k for p in parts for k in p["sparse"]}
+        # lm-eval 0.4.13 gathers each metric key of rank 0 from every rank: a key one rank never
+        # reports fails the gather (or, missing on rank 0, drops the others' values), so a key with
+        # no value on some rank is handed over everywhere, NaN included, and averaged NaN-aware
+        self.ragged = {k for k in self.sparse if any(k not in p["sparse"] for p in parts)}
         coverage: dict[str, tuple[int, int]] = {}
         for p in parts:
             for k, (done, total) in p["coverage"].items():
@@ -233,6 +265,27 @@ class ShardScoring:
         for p in parts:
             for k, reason in p["failures"].items():
                 self.failures.setdefault(k, reason)
+        for name, ctx in self.ctx.items():
+            for field in ("records", "details"):
+                merged = merge_counts([p[field][name] for p in parts]) or {}
+                target = ctx.record if field == "records" else ctx.details
+                target.clear()
+                target.update(merged)
+            if any(name in p["judge"] for p in parts):
+                self._judge_summary(name, merge_counts([p["judge"].get(name) for p in parts]))
+        if self.battery is not None:
+            self.battery.update(merge_counts([p["battery"] for p in parts]))
+        self.ranks = len(parts)
+
+    def _judge_summary(self, name: str, counters: dict[str, Any]) -> None:
+        """The run's judge summary line of family ``name``, from every rank's counters summed."""
+        from custom_metrics.judge import JudgeStats
+
+        stats = JudgeStats(**counters)
+        record = self.ctx[name].record
+        record.pop("judge_summary", None)
+        if stats.n_failed or stats.empty_skipped:
+            record["judge_summary"] = stats.summary_line()
 
     def _battery_record(self) -> dict[str, Any]:
         """A battery task's skipped families, timings, details and models, under its benchmark's name."""
@@ -260,12 +313,19 @@ class ShardScoring:
             resolved["medqsum_metrics"] = {"value": settings.resolve(meta, "medqsum_metrics"),
                                            "from": settings.source_of(meta, "medqsum_metrics")}
             record.update(self._battery_record())
+        if self.device is not None:
+            resolved["scorer_device"] = {"value": self.device, "from": settings.source_of(meta, "scorer_device")}
         record["settings_used"] = resolved
         record["library_versions"] = versions()
         if bypass:
             record["scoring"] = "skipped (--predict_only)"
         if self.failures:
             record["scorer_failures"] = dict(self.failures)
+        if self.ranks > 1:
+            record["counted_over_ranks"] = {
+                "ranks": self.ranks,
+                "rule": "counters, usage figures and seconds are summed over ranks (seconds are rank-seconds); "
+                        "a value the ranks do not share is {'per_rank': [...]}"}
         partial = {k: f"{done} of {total} documents scored" for k, (done, total) in self.coverage.items()
                    if done < total}
         if partial:

@@ -15,7 +15,8 @@ Run one rank (the test starts two, with ``MASTER_ADDR``/``MASTER_PORT``/``RANK``
 
 Rank 0 writes ``DIR/results.json`` (lm-eval's results, samples included); every rank
 writes ``DIR/rank<r>.json``: what its backend was asked to generate (task, doc_id) and
-the rank/world size it reported.
+the rank/world size it reported. :func:`run_ranks` starts ``world`` such processes, as
+``accelerate launch`` would, and waits for them.
 """
 
 from __future__ import annotations
@@ -24,10 +25,17 @@ import argparse
 import hashlib
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import lm_eval.models  # noqa: F401  (the built-in backends first: a registry holding only this one
+# would otherwise answer `--model hf` with "no model for this name" in the same process)
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
@@ -187,6 +195,56 @@ def _run(args: argparse.Namespace) -> None:
             import torch.distributed as dist
 
             dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(out: Path, world: int, tasks: tuple[str, ...], metadata: Mapping[str, Any],
+              model_args: Mapping[str, Any], env: Mapping[str, str], gen_kwargs: str = "",
+              timeout: float = 240) -> dict:
+    """Run ``world`` ranks of this module to the end, with the environment ``accelerate launch``
+    sets; any rank failing stops the others and raises with every rank's log tail.
+
+    ``env``: the subprocess environment (the test session's, offline); ``PYTHONPATH`` gets
+    the repository and ``tests/``, and one thread a process (two ranks share two cores, and
+    every run encodes with the same thread count, the same float reductions, as the run it
+    is compared with). Returns rank 0's results and every rank's ``rank<r>.json``.
+    """
+    root = Path(__file__).resolve().parents[2]
+    out.mkdir(parents=True)
+    port = _free_port()
+    procs, logs = [], [out.parent / f"{out.name}.rank{r}.log" for r in range(world)]
+    for rank in range(world):
+        rank_env = {**env, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests"), env.get("PYTHONPATH", "")]),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
+                    "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
+                    "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DOMSUM_PROGRESS": "0"}
+        cmd = [sys.executable, "-m", "helpers.dp_lm", "--out", str(out), "--tasks", ",".join(tasks),
+               "--include-path", str(root / "lm_eval_tasks"), "--metadata", json.dumps(dict(metadata)),
+               "--model-args", json.dumps(dict(model_args)), "--gen-kwargs", gen_kwargs]
+        with open(logs[rank], "w") as log:  # the child keeps its own handle
+            procs.append(subprocess.Popen(cmd, cwd=root, env=rank_env, stdout=log, stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + timeout
+    try:
+        while any(p.poll() is None for p in procs):
+            if any(p.returncode not in (None, 0) for p in procs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    codes = [p.returncode for p in procs]
+    if any(codes):
+        tails = "\n".join(f"--- rank {r} (exit {c}):\n{logs[r].read_text()[-4000:]}" for r, c in enumerate(codes))
+        raise AssertionError(f"{world}-rank run failed or timed out after {timeout} s:\n{tails}")
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    return {"results": json.loads((out / "results.json").read_text()), "ranks": ranks}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,16 +25,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from helpers.dp_lm import run_ranks
 
-from conftest import ROOT, same_values, subprocess_env
+from conftest import same_values, subprocess_env
 
 pytestmark = pytest.mark.slow
 
@@ -53,54 +49,11 @@ RUN_ONLY = {"date", "pretty_env_info", "git_hash", "upper_git_hash", "config", "
 TIMEOUT = 240
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _launch(out: Path, rank: int, world: int, port: int, data_dir: Path, minilm: str) -> subprocess.Popen:
-    """One rank of ``python -m helpers.dp_lm``, with the environment ``accelerate launch`` sets."""
+def _run(out: Path, world: int, data_dir: Path, minilm: str) -> dict:
     meta = {"data_dir": str(data_dir), "bertscore_model": minilm, "bertscore_layers": 6}
     model_args = {"tokenizer": minilm, "max_length": 2048, "blank_if": BLANK_IF}
-    env = subprocess_env(
-        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
-        # one thread a process: two ranks share two cores, and every run encodes with the same
-        # thread count (the same float reductions) as the one it is compared with
-        OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", DOMSUM_PROGRESS="0")
-    cmd = [sys.executable, "-m", "helpers.dp_lm", "--out", str(out), "--tasks", ",".join(TASKS),
-           "--include-path", str(ROOT / "lm_eval_tasks"), "--metadata", json.dumps(meta),
-           "--model-args", json.dumps(model_args), "--gen-kwargs", f"max_gen_toks={MAX_GEN_TOKS}"]
-    with open(out.parent / f"{out.name}.rank{rank}.log", "w") as log:  # the child keeps its own handle
-        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def _run(out: Path, world: int, data_dir: Path, minilm: str) -> dict:
-    """Run ``world`` ranks to the end; any rank failing stops the others and fails the test."""
-    out.mkdir(parents=True)
-    port = _free_port()
-    procs = [_launch(out, r, world, port, data_dir, minilm) for r in range(world)]
-    logs = [out.parent / f"{out.name}.rank{r}.log" for r in range(world)]
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while any(p.poll() is None for p in procs):
-            failed = [r for r, p in enumerate(procs) if p.returncode not in (None, 0)]
-            if failed or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-    codes = [p.returncode for p in procs]
-    if any(codes):
-        tails = "\n".join(f"--- rank {r} (exit {c}):\n{logs[r].read_text()[-4000:]}" for r, c in enumerate(codes))
-        raise AssertionError(f"{world}-rank run failed or timed out after {TIMEOUT} s:\n{tails}")
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
-    return {"results": json.loads((out / "results.json").read_text()), "ranks": ranks}
+    return run_ranks(out, world, TASKS, meta, model_args, subprocess_env(),
+                     gen_kwargs=f"max_gen_toks={MAX_GEN_TOKS}", timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -199,8 +152,10 @@ def test_recorded_counts_cover_every_rank(runs):
         gen = a["generation"]
         assert gen["generations"] == N_DOCS and gen["max_gen_toks"] == MAX_GEN_TOKS, (task, gen)
         assert a["prompt_budget"]["documents"] == N_DOCS, (task, a["prompt_budget"])
-        # the reference cache's hit counts are a family's own counter, kept per rank (rank 0's shard)
-        local = {"bertscore_reference_cache"}
+        # the reference cache's hits and stores are summed over ranks, and the single run filled the
+        # cache the two ranks then read; the two-rank run says its counters are summed over 2 ranks
+        local = {"bertscore_reference_cache", "counted_over_ranks"}
+        assert b["counted_over_ranks"]["ranks"] == WORLD and "counted_over_ranks" not in a, task
         differing = {k: (a.get(k), b.get(k)) for k in (set(a) | set(b)) - local if not same_values(a.get(k), b.get(k))}
         assert not differing, f"{task}: the 2-rank run records other metadata than the 1-rank run: {differing}"
     assert single["configs"]["domainsum_samsum"]["metadata"]["generation"]["empty_ids"] == ["domainsum/samsum/test/1"]

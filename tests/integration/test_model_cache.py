@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-from custom_metrics import model_cache
+from custom_metrics import devices, model_cache
 from custom_metrics.model_cache import MAX_MODELS, ModelCache
 
 
@@ -203,7 +203,7 @@ def test_bertscore_encoders_come_from_the_one_cache(minilm_path):
     before = model_cache.stats()
     enc = get_scorer(minilm_path, 6)
     assert get_scorer(minilm_path, 6) is enc
-    assert ("bertscore", minilm_path, 6) in model_cache.loaded()
+    assert ("bertscore", minilm_path, 6, enc.device) in model_cache.loaded()  # keyed by the scorers' device
     after = model_cache.stats()
     assert after.loads - before.loads == 1 and after.hits - before.hits == 1
     ref = weakref.ref(enc)
@@ -218,5 +218,5 @@ def test_language_models_come_from_the_one_cache(tiny_causal_lm):
     model_cache.release()
     tok, lm = load_model("causal", str(tiny_causal_lm), metric="perplexity")
     assert load_model("causal", str(tiny_causal_lm), metric="mauve")[1] is lm
-    assert model_cache.loaded() == [("causal", str(tiny_causal_lm))]
+    assert model_cache.loaded() == [("causal", str(tiny_causal_lm), devices.current())]  # keyed by the device
     model_cache.release()

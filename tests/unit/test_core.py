@@ -270,7 +270,7 @@ def test_rouge_counts_references_without_latin_tokens(caplog):
     ctx = registry.Context()
     per = registry.get("rouge").score(batch, ctx)
     assert per["rouge1"][0] == 0.0
-    assert ctx.record["rouge_references_without_tokens"] == {"count": 1, "share": 0.5}
+    assert ctx.record["rouge_references_without_tokens"] == {"count": 1, "references": 2, "share": 0.5}
     assert "1 of 2 references have no [a-z0-9] token" in caplog.text
 
 
