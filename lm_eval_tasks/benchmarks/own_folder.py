@@ -31,6 +31,8 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 UNTIL = RECORDS["domainsum"].until
 #: tokens per word of English text in the usual LLM tokenizers (Llama, GPT-2: about 1.3)
 TOKENS_PER_WORD = 1.3
+#: train records the two-shot task needs: two demonstrations, neither the document itself
+MIN_TRAIN = 3
 
 
 @dataclass
@@ -53,6 +55,8 @@ class NewTask:
     overwrite: bool = False
     written: list[Path] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: what was not written, or written otherwise than asked, and why: one line each for the console
+    notes: list[str] = field(default_factory=list)
 
 
 def _source(req: NewTask) -> DomainSource:
@@ -148,6 +152,11 @@ UTILS = ('"""Harness entry point of this task folder: the YAMLs name ``utils.Sui
          "from lm_eval_tasks.harness import task_class\n\nSuiteTask = task_class(__file__)\n")
 
 
+DVO_NOTE = """ DVO reads a vocabulary built from the train split the
+first time the task runs, cached under the vocabulary folder and rebuilt when the train
+file changes; the results record its path (`user_vocabulary`)."""
+
+
 def readme(req: NewTask, source: DomainSource) -> str:
     where = (f"the hub dataset `{source.hub_path}`" if source.format == "hub"
              else ", ".join(f"`{p}` ({s})" for s, p in source.files))
@@ -189,9 +198,7 @@ None.
 {tasks}
 
 Metrics, per document with standard errors: {', '.join(req.families)} (`domsum tasks` and
-docs/metrics.md name their keys). DVO reads a vocabulary built from the train split the
-first time the task runs, cached under the vocabulary folder and rebuilt when the train
-file changes; the results record its path (`user_vocabulary`).
+docs/metrics.md name their keys).{DVO_NOTE if 'dvo' in req.families else ''}
 
 ### Checklist
 
@@ -209,6 +216,30 @@ If other tasks on this dataset are already supported:
 
 * v1.0: written by `domsum new-task`.
 """
+
+
+def _train_notes(req: NewTask, source: DomainSource) -> bool:
+    """Whether the train split holds enough records for the two-shot task; what a short or
+    missing one changes is added to ``req.notes`` (and dvo dropped from ``req.families``
+    when there is nothing to build its vocabulary from).
+
+    Why said, not silent: the user asked for a task folder and would otherwise find
+    ``NAME_2shot`` missing, or DVO failing before generation, only when running it.
+    """
+    n = req.counts.get("train", 0)
+    what = (f"no train split (train.jsonl or train.csv) in {req.data}" if "train" not in source.splits
+            else f"{source.where('train')}: {n} train record(s)")
+    enough = n >= MIN_TRAIN
+    if not enough:
+        req.notes.append(f"{what}: {req.name}_2shot not written (two demonstrations per document need at least "
+                         f"{MIN_TRAIN} train records)")
+    if n == 0 and "dvo" in req.families:
+        req.families = tuple(f for f in req.families if f != "dvo")
+        req.notes.append(f"{what}: dvo left out of the families (DVO's domain vocabulary is built from the train "
+                         f"split); add a train file and dvo to metadata.domain.families to score it")
+    elif not enough and "dvo" in req.families:
+        req.notes.append(f"{what}: DVO's domain vocabulary will be built from {n} document(s) only")
+    return enough
 
 
 def write_folder(req: NewTask) -> NewTask:
@@ -233,10 +264,11 @@ def write_folder(req: NewTask) -> NewTask:
     else:
         summaries = []
     req.max_gen_toks = req.max_gen_toks or default_max_gen_toks(summaries)
+    two_shot = source.format == "hub" or _train_notes(req, source)
     out = req.out.expanduser().resolve()
     req.out = out
     files = {out / f"{req.name}.yaml": zero_shot_yaml(req, source, req.max_gen_toks), out / "utils.py": UTILS}
-    if source.format == "hub" or req.counts.get("train", 0) >= 3:
+    if two_shot:
         files[out / f"{req.name}_2shot.yaml"] = two_shot_yaml(req)
     clash = [p for p in [*files, out / "README.md"] if p.exists()]
     if clash and not req.overwrite:

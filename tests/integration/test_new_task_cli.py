@@ -1,0 +1,56 @@
+"""``domsum new-task`` and ``domsum run``'s data check through the real CLI, on the data
+a new user brings: a short or missing train split, repeated ids, empty records, a second
+domain in the same folder, a taken name, a mistyped family. No model is loaded: every
+case ends before one would be."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import subprocess_env
+
+
+def domsum(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", *args], cwd=cwd, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def write_data(folder: Path, test: list[dict], train: list[dict] | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, rows in (("test", test), ("train", train)):
+        if rows is not None:
+            (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def rows(n: int, tag: str = "r") -> list[dict]:
+    return [{"id": f"{tag}{i}", "document": f"document {tag} {i} about ships and ports", "summary": f"summary {i}"}
+            for i in range(n)]
+
+
+def notes(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("domsum new-task: note:")]
+
+
+def test_a_short_or_missing_train_split_is_said_one_line_each(tmp_path):
+    write_data(tmp_path / "short", rows(3), rows(2, "t"))
+    short = domsum(["new-task", "shorty", "--data", "short", "--out", "tasks_short"], tmp_path)
+    assert short.returncode == 0, short.stderr
+    assert sorted(p.name for p in (tmp_path / "tasks_short").iterdir()) == ["README.md", "shorty.yaml", "utils.py"]
+    said = notes(short)
+    assert len(said) == 2, short.stderr
+    assert "2 train record(s): shorty_2shot not written" in said[0] and "at least 3" in said[0]
+    assert "DVO's domain vocabulary will be built from 2 document(s) only" in said[1]
+
+    write_data(tmp_path / "none", rows(3), None)
+    none = domsum(["new-task", "lonely", "--data", "none", "--out", "tasks_none"], tmp_path)
+    assert none.returncode == 0, none.stderr
+    said = notes(none)
+    assert len(said) == 2, none.stderr
+    assert said[0].startswith("domsum new-task: note: no train split") and "lonely_2shot not written" in said[0]
+    assert "dvo left out of the families" in said[1]
+    yaml_text = (tmp_path / "tasks_none" / "lonely.yaml").read_text()
+    assert "families: [rouge, bertscore]" in yaml_text and "lonely_2shot" not in none.stdout
