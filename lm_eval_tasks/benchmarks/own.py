@@ -219,7 +219,9 @@ def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = 
     if "train" not in source.splits:
         raise RecordError(f"task {task!r}: two-shot prompts draw demonstrations from a 'train' split; add "
                           f"one to dataset_kwargs.data_files")
-    pool = load_split(BENCHMARK, subset, "train", task=task)
+    from lm_eval_tasks.benchmarks import drop_empty
+
+    pool, empty = drop_empty(load_split(BENCHMARK, subset, "train", task=task))  # as the test split's
     seed = resolve(metadata, "fewshot_seed", domainsum.DEFAULT_SEED)
     template = source.fewshot_prompt or domainsum.TWO_SHOT
     pool_ids = {p["id"] for p in pool}
@@ -236,7 +238,8 @@ def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = 
             text = text.replace("{" + key + "}", value)
         d["prompt"] = text
         d["demo_ids"] = [x["id"] for x in demos]
-    return docs, {"fewshot_seed_used": seed, "demo_pool": "train", "data_source": source.where(split)}
+    report = {"fewshot_seed_used": seed, "demo_pool": "train", "data_source": source.where(split)}
+    return docs, report | ({"demo_pool_skipped_empty": {"count": len(empty), "ids": empty}} if empty else {})
 
 
 # --------------------------------------------------------------------------- task YAMLs

@@ -81,10 +81,19 @@ def _source(req: NewTask) -> DomainSource:
     raise RecordError(f"--data {folder}: no test.jsonl or test.csv (found: {', '.join(have) or 'nothing'})")
 
 
-def _read(source: DomainSource, task: str) -> dict[str, list[dict]]:
-    from lm_eval_tasks.data.user_files import iter_records
+def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
+    """Every split's records with a document and a summary; a repeated id is an error, each
+    empty record one line of ``req.notes`` (it is left out and counted when the task runs)."""
+    from lm_eval_tasks.benchmarks import drop_empty
+    from lm_eval_tasks.data.user_files import capped, read_split
 
-    return {split: [rec for _, rec in iter_records(source, split, task)] for split in source.splits}
+    out = {}
+    for split in source.splits:
+        records, empty = read_split(source, split, req.name)
+        req.counts[split] = len(records)
+        req.notes.extend(capped(empty))
+        out[split] = drop_empty(records)[0]
+    return out
 
 
 def default_max_gen_toks(summaries: list[str]) -> int:
@@ -218,7 +227,7 @@ If other tasks on this dataset are already supported:
 """
 
 
-def _train_notes(req: NewTask, source: DomainSource) -> bool:
+def _train_notes(req: NewTask, source: DomainSource, records: dict[str, list[dict]]) -> bool:
     """Whether the train split holds enough records for the two-shot task; what a short or
     missing one changes is added to ``req.notes`` (and dvo dropped from ``req.families``
     when there is nothing to build its vocabulary from).
@@ -226,9 +235,9 @@ def _train_notes(req: NewTask, source: DomainSource) -> bool:
     Why said, not silent: the user asked for a task folder and would otherwise find
     ``NAME_2shot`` missing, or DVO failing before generation, only when running it.
     """
-    n = req.counts.get("train", 0)
+    n = len(records.get("train", ()))
     what = (f"no train split (train.jsonl or train.csv) in {req.data}" if "train" not in source.splits
-            else f"{source.where('train')}: {n} train record(s)")
+            else f"{source.where('train')}: {n} train record(s) with a document and a summary")
     enough = n >= MIN_TRAIN
     if not enough:
         req.notes.append(f"{what}: {req.name}_2shot not written (two demonstrations per document need at least "
@@ -256,15 +265,14 @@ def write_folder(req: NewTask) -> NewTask:
             raise RecordError(f"task name {name!r} is already one of the suite's; choose another")
     source = _source(req)
     if source.format != "hub":
-        records = _read(source, req.name)
-        req.counts = {s: len(r) for s, r in records.items()}
+        records = _read(req, source)
         if not records.get("test"):
-            raise RecordError(f"{source.where('test')}: no records")
+            raise RecordError(f"{source.where('test')}: no records with a document and a summary")
         summaries = [r["summary"] for r in records.get("train") or records["test"]]
     else:
-        summaries = []
+        records, summaries = {}, []
     req.max_gen_toks = req.max_gen_toks or default_max_gen_toks(summaries)
-    two_shot = source.format == "hub" or _train_notes(req, source)
+    two_shot = source.format == "hub" or _train_notes(req, source, records)
     out = req.out.expanduser().resolve()
     req.out = out
     files = {out / f"{req.name}.yaml": zero_shot_yaml(req, source, req.max_gen_toks), out / "utils.py": UTILS}

@@ -42,7 +42,7 @@ def test_a_short_or_missing_train_split_is_said_one_line_each(tmp_path):
     assert sorted(p.name for p in (tmp_path / "tasks_short").iterdir()) == ["README.md", "shorty.yaml", "utils.py"]
     said = notes(short)
     assert len(said) == 2, short.stderr
-    assert "2 train record(s): shorty_2shot not written" in said[0] and "at least 3" in said[0]
+    assert "2 train record(s) with a document and a summary: shorty_2shot not written" in said[0] and "at least 3" in said[0]
     assert "DVO's domain vocabulary will be built from 2 document(s) only" in said[1]
 
     write_data(tmp_path / "none", rows(3), None)
@@ -54,3 +54,40 @@ def test_a_short_or_missing_train_split_is_said_one_line_each(tmp_path):
     assert "dvo left out of the families" in said[1]
     yaml_text = (tmp_path / "tasks_none" / "lonely.yaml").read_text()
     assert "families: [rouge, bertscore]" in yaml_text and "lonely_2shot" not in none.stdout
+
+
+def test_a_repeated_id_stops_new_task_and_run_before_any_model_loads(tmp_path):
+    test = rows(4)
+    test[3]["id"] = "r1"
+    write_data(tmp_path / "data", test, rows(4, "t"))
+    made = domsum(["new-task", "dupes", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 2 and not (tmp_path / "tasks").exists()
+    lines = made.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in made.stderr, made.stderr
+    assert f"{tmp_path / 'data' / 'test.jsonl'}, line 4: field 'id': id 'r1' is already used at line 2" in lines[0]
+
+    write_data(tmp_path / "data", rows(4), rows(4, "t"))  # a clean file for new-task, then the repeat again
+    assert domsum(["new-task", "dupes", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    write_data(tmp_path / "data", test, rows(4, "t"))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "dupes,dupes_2shot"], tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "stopping before the model loads" in run.stderr and "Initializing hf model" not in run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert len(problems) == 1 and "line 4: field 'id': id 'r1' is already used at line 2" in problems[0], run.stderr
+
+
+def test_an_empty_document_or_summary_is_said_with_file_line_and_field(tmp_path):
+    test, train = rows(4), rows(5, "t")
+    test[1]["document"] = "  "
+    train[4]["summary"] = ""
+    write_data(tmp_path / "data", test, train)
+    made = domsum(["new-task", "gaps", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 0, made.stderr
+    said = notes(made)
+    assert len(said) == 2, made.stderr
+    assert (f"{tmp_path / 'data' / 'test.jsonl'}, line 2: field 'document' is empty: the record is left out and "
+            f"counted (skipped_empty in the results)") in said[0]
+    assert f"{tmp_path / 'data' / 'train.jsonl'}, line 5: field 'summary' is empty" in said[1]
+    assert "demo_pool_skipped_empty" in said[1]
+    assert "(4 test, 5 train records)" in made.stdout and (tmp_path / "tasks" / "gaps_2shot.yaml").is_file()
