@@ -8,7 +8,11 @@ FOLDER`` runs it from any directory with no suite command in between. The folder
   field names, prompt, generation budget, metric families), with comments;
 * ``NAME_2shot.yaml``: the two-shot task, ``include: NAME.yaml`` plus its own lines;
 * ``utils.py``: the one line that names the suite's task class;
-* ``README.md``: the harness's task README template, filled in.
+* ``README.md``: the harness's task README template, filled in for every task of the folder.
+
+A second domain written to the same folder adds its YAMLs beside the first's (one
+``utils.py`` serves all) and the README is written again to list both; only the same
+task name again needs ``--overwrite``.
 
 The data are read once here, through the same reader the task uses, so a missing file,
 a missing field or a bad line is reported now, with its file and line, not after a
@@ -166,21 +170,38 @@ first time the task runs, cached under the vocabulary folder and rebuilt when th
 file changes; the results record its path (`user_vocabulary`)."""
 
 
-def readme(req: NewTask, source: DomainSource) -> str:
-    where = (f"the hub dataset `{source.hub_path}`" if source.format == "hub"
-             else ", ".join(f"`{p}` ({s})" for s, p in source.files))
-    counts = ", ".join(f"{n} {s}" for s, n in req.counts.items())
-    tasks = f"* `{req.name}`: zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else "")
-    if (req.out / f"{req.name}_2shot.yaml") in req.written:
-        tasks += f"\n* `{req.name}_2shot`: two demonstrations from the train split, seeded per document"
-    return f"""# {req.name}
+def readme(out: Path) -> str:
+    """The folder's README (the harness's task README template) listing every task of every
+    domain whose YAML is in ``out``: written again whenever a domain is added, so a
+    second domain in the folder is listed beside the first."""
+    from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+
+    specs = [spec_from_config(cfg, str(path)) for path, cfg in task_configs(out)]
+    domains: dict[str, DomainSource] = {}
+    tasks, families = [], []
+    for spec in specs:
+        source = domains.setdefault(spec.subset, spec.source)
+        how = ("two demonstrations from the train split, seeded per document" if spec.shots
+               else "zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else ""))
+        tasks.append(f"* `{spec.name}`: {how}; metrics {', '.join(spec.families)}")
+        families += spec.families
+    abstract = "\n".join(
+        f"* `{name}`: records from "
+        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub" else ", ".join(f"`{p}` ({s})" for s, p in src.files))
+        + f"; field `{src.document_field}` is the document and `{src.summary_field}` the reference summary."
+        for name, src in domains.items())
+    title = next(iter(domains)) if len(domains) == 1 else out.name
+    tasks_text = "\n".join(tasks)
+    return f"""# {title}
 
 ### Paper
 
-Title: your own domain, evaluated with the DomainSum protocol
+Title: your own domain{'s' if len(domains) > 1 else ''}, evaluated with the DomainSum protocol
 
-Abstract: records from {where}{f' ({counts} records when written)' if counts else ''}; field
-`{source.document_field}` is the document and `{source.summary_field}` the reference summary.
+Abstract:
+
+{abstract}
+
 The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) unless the
 YAML gives its own.
 
@@ -204,10 +225,10 @@ None.
 
 #### Tasks
 
-{tasks}
+{tasks_text}
 
-Metrics, per document with standard errors: {', '.join(req.families)} (`domsum tasks` and
-docs/metrics.md name their keys).{DVO_NOTE if 'dvo' in req.families else ''}
+Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
+their keys).{DVO_NOTE if 'dvo' in families else ''}
 
 ### Checklist
 
@@ -278,10 +299,22 @@ def write_folder(req: NewTask) -> NewTask:
     files = {out / f"{req.name}.yaml": zero_shot_yaml(req, source, req.max_gen_toks), out / "utils.py": UTILS}
     if two_shot:
         files[out / f"{req.name}_2shot.yaml"] = two_shot_yaml(req)
-    clash = [p for p in [*files, out / "README.md"] if p.exists()]
+    clash = [p for p in files if p.exists() and p.name != "utils.py"]
     if clash and not req.overwrite:
-        raise RecordError(f"{clash[0]} exists; pass --overwrite to replace the task folder's files, or --out "
-                          f"another folder")
+        raise RecordError(f"{clash[0]} exists; pass --overwrite to replace task {req.name!r}, or choose another "
+                          f"name or --out folder")
+    if out.is_dir():  # the domains already there must read back: the README lists them with this one
+        from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+
+        for path, cfg in task_configs(out):
+            if path not in files:
+                spec_from_config(cfg, str(path))
+    if (out / "utils.py").exists() and not req.overwrite:
+        del files[out / "utils.py"]  # shared by the folder's tasks: the one there (maybe edited) is kept
+    stale = out / f"{req.name}_2shot.yaml"
+    if not two_shot and stale.exists():  # only with --overwrite: it would run on the new data without demonstrations
+        stale.unlink()
+        req.notes.append(f"{stale} removed (it belonged to the task being replaced)")
     out.mkdir(parents=True, exist_ok=True)
     from lm_eval_tasks.outputs import write_atomically
 
@@ -289,6 +322,6 @@ def write_folder(req: NewTask) -> NewTask:
     for path, text in files.items():
         write_atomically(path, text)
     readme_path = out / "README.md"
-    write_atomically(readme_path, readme(req, source))
+    write_atomically(readme_path, readme(out))
     req.written.append(readme_path)
     return req

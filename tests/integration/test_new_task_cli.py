@@ -91,3 +91,29 @@ def test_an_empty_document_or_summary_is_said_with_file_line_and_field(tmp_path)
     assert f"{tmp_path / 'data' / 'train.jsonl'}, line 5: field 'summary' is empty" in said[1]
     assert "demo_pool_skipped_empty" in said[1]
     assert "(4 test, 5 train records)" in made.stdout and (tmp_path / "tasks" / "gaps_2shot.yaml").is_file()
+
+
+def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
+    write_data(tmp_path / "ships", rows(3), rows(4, "t"))
+    write_data(tmp_path / "ports", rows(3, "p"), rows(2, "q"))
+    first = domsum(["new-task", "ships", "--data", "ships", "--out", "tasks"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    ships_yaml = (tmp_path / "tasks" / "ships.yaml").read_text()
+    second = domsum(["new-task", "ports", "--data", "ports", "--out", "tasks", "--families", "rouge"], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in (tmp_path / "tasks").iterdir()) == [
+        "README.md", "ports.yaml", "ships.yaml", "ships_2shot.yaml", "utils.py"]
+    assert (tmp_path / "tasks" / "ships.yaml").read_text() == ships_yaml
+    readme = (tmp_path / "tasks" / "README.md").read_text()
+    listed = [line for line in readme.splitlines() if line.startswith("* `") and "metrics" in line]
+    assert [line.split("`")[1] for line in listed] == ["ports", "ships", "ships_2shot"]
+    assert listed[0].endswith("metrics rouge") and listed[1].endswith("metrics rouge, bertscore, dvo")
+    assert str(tmp_path / "ports" / "test.jsonl") in readme and str(tmp_path / "ships" / "test.jsonl") in readme
+
+    again = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks"], tmp_path)
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+    assert "ships.yaml exists; pass --overwrite" in again.stderr
+    replaced = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks", "--overwrite"], tmp_path)
+    assert replaced.returncode == 0, replaced.stderr
+    assert not (tmp_path / "tasks" / "ships_2shot.yaml").exists()  # 2 train records: no two-shot task left behind
+    assert str(tmp_path / "ports" / "test.jsonl") in (tmp_path / "tasks" / "ships.yaml").read_text()
