@@ -272,6 +272,30 @@ def _train_notes(req: NewTask, source: DomainSource, records: dict[str, list[dic
     return enough
 
 
+def harness_task_file(name: str) -> Path | None:
+    """The harness YAML that declares ``name`` as a task, group or tag, or None.
+
+    Why a text scan and not the harness's index: ``TaskManager`` parses all 14,000 of
+    the harness's YAML files (about 4.5 s on two cores); reading them as bytes and
+    matching ``task:``/``group:``/``tag:`` lines takes well under a second. A name the
+    harness builds in Python, or lists only as a tag list item, is not seen; a group's
+    ``- task: NAME`` entries refer to tasks declared elsewhere and are not matched.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("lm_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    pattern = re.compile(rb"^\s*(?:task|group|tag)\s*:\s*['\"]?" + re.escape(name.encode()) + rb"['\"]?\s*$",
+                         re.MULTILINE)
+    for root in spec.submodule_search_locations:
+        for path in sorted(Path(root, "tasks").rglob("*.yaml")):
+            text = path.read_bytes()
+            if name.encode() in text and pattern.search(text):
+                return path
+    return None
+
+
 def write_folder(req: NewTask) -> NewTask:
     """Check the request and the data, then write the folder; returns ``req`` with what
     was written and the record counts."""
@@ -283,7 +307,9 @@ def write_folder(req: NewTask) -> NewTask:
         raise RecordError(f"task name {req.name!r}: the two-shot task gets `_2shot` itself; drop the suffix")
     for name in (req.name, f"{req.name}_2shot"):
         if name in catalog.all_groups() or (name in catalog.all_tasks() and catalog.all_tasks()[name].source is None):
-            raise RecordError(f"task name {name!r} is already one of the suite's; choose another")
+            raise RecordError(f"task name {name!r} is already one of the suite's (`domsum tasks`); choose another")
+        if (found := harness_task_file(name)) is not None:
+            raise RecordError(f"task name {name!r} is already one of the harness's ({found}); choose another")
     source = _source(req)
     if source.format != "hub":
         records = _read(req, source)

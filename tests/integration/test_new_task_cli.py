@@ -117,3 +117,15 @@ def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
     assert replaced.returncode == 0, replaced.stderr
     assert not (tmp_path / "tasks" / "ships_2shot.yaml").exists()  # 2 train records: no two-shot task left behind
     assert str(tmp_path / "ports" / "test.jsonl") in (tmp_path / "tasks" / "ships.yaml").read_text()
+
+
+def test_a_suite_or_harness_task_name_is_refused_in_one_line(tmp_path):
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    for name, whose in (("domainsum_cnndm", "the suite's"), ("cnn_dailymail", "the harness's"),
+                        ("hellaswag", "the harness's")):
+        made = domsum(["new-task", name, "--data", "data", "--out", "tasks"], tmp_path)
+        assert made.returncode == 2 and not (tmp_path / "tasks").exists(), made.stderr
+        lines = made.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"task name {name!r} is already one of {whose}" in lines[0], made.stderr
+    harness_yaml = lines[0].split("(", 1)[1].split(")")[0]
+    assert Path(harness_yaml).name == "hellaswag.yaml" and "task: hellaswag" in Path(harness_yaml).read_text()
