@@ -129,3 +129,12 @@ def test_a_suite_or_harness_task_name_is_refused_in_one_line(tmp_path):
         assert len(lines) == 1 and f"task name {name!r} is already one of {whose}" in lines[0], made.stderr
     harness_yaml = lines[0].split("(", 1)[1].split(")")[0]
     assert Path(harness_yaml).name == "hellaswag.yaml" and "task: hellaswag" in Path(harness_yaml).read_text()
+
+
+def test_a_mistyped_family_gets_the_close_names(tmp_path):
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    for typed, meant in (("ROUGE", "rouge"), ("rouge,bertscor", "bertscore")):
+        made = domsum(["new-task", "fams", "--data", "data", "--families", typed], tmp_path)
+        lines = made.stderr.strip().splitlines()
+        assert made.returncode == 2 and len(lines) == 1, made.stderr
+        assert f"did you mean {meant}" in lines[0] and not (tmp_path / "fams").exists()

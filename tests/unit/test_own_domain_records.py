@@ -72,6 +72,11 @@ def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
                                   "domain": {**config["metadata"]["domain"], "families": ["rogue"]}}}
     with pytest.raises(RecordError, match="unknown metric family 'rogue'; did you mean rouge"):
         spec_from_config(fam, "legalx.yaml")
+    for typed, meant in (("ROUGE", "rouge"), ("BERTScore", "bertscore"), ("Dvo", "dvo")):
+        cased = {**config, "metadata": {**config["metadata"],
+                                        "domain": {**config["metadata"]["domain"], "families": [typed]}}}
+        with pytest.raises(RecordError, match=f"unknown metric family '{typed}'; did you mean {meant}\\b"):
+            spec_from_config(cased, "legalx.yaml")
 
 
 def test_a_suite_name_cannot_be_taken(tmp_path):
