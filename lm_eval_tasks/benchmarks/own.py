@@ -190,6 +190,20 @@ def check_families(families: tuple[str, ...], where: str) -> None:
             raise RecordError(f"{where}: {exc}") from None
 
 
+def family_options(task: str, family: str, metadata: dict) -> dict[str, Any]:
+    """DVO reads the vocabulary of this domain's own train file (its name carries the
+    file's fingerprint, :func:`lm_eval_tasks.data.vocab.domain_vocabulary_path`), not the
+    ``<benchmark>/<subset>.tsv`` a suite domain's is."""
+    if family != "dvo":
+        return {}
+    from lm_eval_tasks.catalog import lookup
+    from lm_eval_tasks.data.vocab import domain_vocabulary_path
+    from lm_eval_tasks.settings import resolve
+
+    spec = lookup(task)
+    return {"vocabulary_file": str(domain_vocabulary_path(spec.benchmark, spec.subset, resolve(metadata, "vocab_dir")))}
+
+
 def is_user_config(config: Mapping[str, Any]) -> bool:
     """Whether a task configuration declares a user domain (``metadata.domain``)."""
     meta = config.get("metadata")
