@@ -157,25 +157,40 @@ def _source(config: Mapping[str, Any], block: Mapping[str, Any], name: str, wher
     files = kwargs.get("data_files") if isinstance(kwargs, Mapping) else None
     fields = {k: _text(block.get(k, d), f"{where}: metadata.{RECORD_KEY}.{k}")
               for k, d in (("document_field", "document"), ("summary_field", "summary"))}
-    common = dict(name=name, id_field=_text(block.get("id_field"), f"{where}: id_field", optional=True),
+    common = dict(id_field=_text(block.get("id_field"), f"{where}: id_field", optional=True),
                   prompt=_text(block.get("prompt"), f"{where}: prompt", optional=True),
                   fewshot_prompt=_text(block.get("fewshot_prompt"), f"{where}: fewshot_prompt", optional=True),
                   citation=str(block.get("citation") or ""), origin=origin, **fields)
-    for key, text in (("prompt", common["prompt"]), ("fewshot_prompt", common["fewshot_prompt"])):
-        if text is not None and "{document}" not in text:
-            raise RecordError(f"{where}: metadata.{RECORD_KEY}.{key} has no {{document}} placeholder")
+    label = f"{where}: metadata.{RECORD_KEY}."
     if path in FILE_FORMATS:
         if not isinstance(files, Mapping) or "test" not in files:
             raise RecordError(f"{where}: dataset_kwargs.data_files must map split names to files, with a "
                               f"'test' file at least (and 'train' for two-shot prompts and DVO)")
-        base = Path(origin).parent if origin else Path.cwd()
-        resolved = tuple((str(s), str((base / os.path.expanduser(str(f))).resolve())) for s, f in files.items())
-        return DomainSource(format=str(path), files=resolved, **common)
+        return domain_source(name, str(path), files, label, base=Path(origin).parent if origin else None, **common)
     if not isinstance(path, str) or not path:
         raise RecordError(f"{where}: dataset_path must be json, csv or a hub dataset id")
     splits = files if isinstance(files, Mapping) else {"test": config.get("test_split") or "test", "train": "train"}
-    return DomainSource(format="hub", files=tuple((str(s), str(v)) for s, v in splits.items()),
-                        hub_path=path, hub_name=config.get("dataset_name"), **common)
+    return domain_source(name, "hub", splits, label, hub_path=path, hub_name=config.get("dataset_name"), **common)
+
+
+def domain_source(name: str, format: str, files: Mapping[str, Any], label: str, *, base: Path | None = None,
+                  **fields: Any) -> DomainSource:
+    """The one place a :class:`DomainSource` is assembled, from a task YAML
+    (:func:`spec_from_config`) or from ``domsum new-task``'s flags
+    (:mod:`~lm_eval_tasks.benchmarks.own_folder`): local files resolved against ``base``
+    (the YAML's folder; None: the working directory), hub splits kept as named, and each
+    prompt checked for its ``{document}`` placeholder (``label`` + the field in the message).
+    """
+    for key in ("prompt", "fewshot_prompt"):
+        text = fields.get(key)
+        if text is not None and "{document}" not in text:
+            raise RecordError(f"{label}{key} has no {{document}} placeholder")
+    if format == "hub":
+        return DomainSource(name=name, format="hub", files=tuple((str(s), str(v)) for s, v in files.items()),
+                            **fields)
+    root = base or Path.cwd()
+    resolved = tuple((str(s), str((root / os.path.expanduser(str(f))).resolve())) for s, f in files.items())
+    return DomainSource(name=name, format=format, files=resolved, **fields)
 
 
 def check_families(families: tuple[str, ...], where: str) -> None:

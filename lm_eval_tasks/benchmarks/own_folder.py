@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lm_eval_tasks.benchmarks.papers import RECORDS
-from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError
+from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
+    domain_source
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 #: stops of DomainSum's prompts (a run-on generation ends at the next prompt marker)
@@ -64,23 +65,23 @@ class NewTask:
 
 
 def _source(req: NewTask) -> DomainSource:
-    common = dict(name=req.name, document_field=req.document_field, summary_field=req.summary_field,
-                  id_field=req.id_field, prompt=req.prompt)
+    """The data ``--data`` (a folder's ``test`` and ``train`` files) or ``--hub`` names."""
+    common = dict(document_field=req.document_field, summary_field=req.summary_field, id_field=req.id_field,
+                  prompt=req.prompt)
     if req.hub:
-        return DomainSource(format="hub", files=(("test", "test"), ("train", "train")), hub_path=req.hub,
-                            hub_name=req.hub_config, **common)
+        return domain_source(req.name, "hub", {"test": "test", "train": "train"}, "--", hub_path=req.hub,
+                             hub_name=req.hub_config, **common)
     if req.data is None:
         raise RecordError("say where the data are: --data DIR (test.jsonl and train.jsonl, or .csv) or --hub DATASET")
     folder = req.data.expanduser().resolve()
     if not folder.is_dir():
         raise RecordError(f"--data {req.data}: not a folder (it should hold test.jsonl and train.jsonl)")
-    formats = [req.format] if req.format else ["json", "csv"]
     suffix = {"json": ".jsonl", "csv": ".csv"}
-    for fmt in formats:
+    for fmt in [req.format] if req.format else ["json", "csv"]:
         if (folder / f"test{suffix[fmt]}").is_file():
-            files = tuple((s, str(folder / f"{s}{suffix[fmt]}")) for s in ("test", "train")
-                          if (folder / f"{s}{suffix[fmt]}").is_file())
-            return DomainSource(format=fmt, files=files, **common)
+            files = {s: folder / f"{s}{suffix[fmt]}" for s in ("test", "train")
+                     if (folder / f"{s}{suffix[fmt]}").is_file()}
+            return domain_source(req.name, fmt, files, "--", **common)
     have = sorted(p.name for p in folder.iterdir())[:10]
     raise RecordError(f"--data {folder}: no test.jsonl or test.csv (found: {', '.join(have) or 'nothing'})")
 
