@@ -316,7 +316,8 @@ def get(name: str) -> Family:
     except KeyError:
         import difflib
 
-        close = difflib.get_close_matches(str(name), names(), n=3)
+        # names are lower case: a capitalised one (ROUGE, BERTScore) gets its hint too
+        close = difflib.get_close_matches(str(name).lower(), names(), n=3)
         raise UnknownFamily(f"unknown metric family {name!r}" + (f"; did you mean {', '.join(close)}?" if close else "")
                             + f" (families: {', '.join(names())})") from None
 

@@ -30,6 +30,8 @@ class Request:
 
     tasks: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: what the data check found that does not stop the run (records left out), one line each
+    notes: list[str] = field(default_factory=list)
 
 
 def requested(argv: Sequence[str]) -> Request:
@@ -57,8 +59,8 @@ def check(request: Request, folders: Sequence[str]) -> bool:
     register_folders(folders)
     include_defaults = needs_harness_tasks(request.tasks, folders)
     known = [n for n in request.tasks if n in catalog.all_tasks() or n in catalog.all_groups()]
-    problems = [p for spec in map(catalog.lookup, catalog.expand(known))
-                for p in data_problems(spec, request.metadata)]
+    problems = list(dict.fromkeys(p for spec in map(catalog.lookup, catalog.expand(known))
+                                  for p in data_problems(spec, request.metadata, request.notes)))
     if problems:
         raise PreflightError("stopping before the model loads:\n  - " + "\n  - ".join(problems))
     return include_defaults

@@ -398,8 +398,9 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     its file, under the resolved ``vocab_dir`` setting (metadata > ``$DOMSUM_VOCAB_DIR`` >
     default); None when no task can be told. Raises
     :class:`custom_metrics.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
-    from custom_metrics.dvo import VocabularyNotFoundError, build_command, load_vocabulary, vocabulary_path
+    from custom_metrics.dvo import VocabularyNotFoundError, build_command, load_vocabulary
     from lm_eval_tasks.catalog import lookup
+    from lm_eval_tasks.data.vocab import domain_vocabulary_path
     from lm_eval_tasks.settings import resolve
 
     task = task or task_from_samples_name(samples)
@@ -407,7 +408,7 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
         return None
     spec = lookup(task)
     root = resolve({"vocab_dir": vocab_dir}, "vocab_dir")
-    path = vocabulary_path(spec.benchmark, spec.subset, root, must_exist=False)
+    path = domain_vocabulary_path(spec.benchmark, spec.subset, root)  # a user domain's: keyed by its train file
     if not path.is_file():  # the library's message names lm_eval's --metadata, which this command lacks
         raise VocabularyNotFoundError(
             f"no domain vocabulary for {spec.benchmark}/{spec.subset}: expected {path}. Build it with "

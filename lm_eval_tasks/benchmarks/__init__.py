@@ -64,9 +64,11 @@ def drop_empty(docs: list[dict]) -> tuple[list[dict], list[str]]:
     Why: an empty source or reference makes every metric meaningless for that record
     (ROUGE 0, BERTScore 0), and averaging it in silently lowers the task's score.
     """
+    from lm_eval_tasks.data.records import is_blank
+
     kept, empty = [], []
     for d in docs:
-        if str(d.get("document") or "").strip() and str(d.get("summary") or "").strip():
+        if not is_blank(d.get("document")) and not is_blank(d.get("summary")):
             kept.append(d)
         else:
             empty.append(str(d.get("id", "")))

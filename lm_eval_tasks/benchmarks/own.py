@@ -157,25 +157,40 @@ def _source(config: Mapping[str, Any], block: Mapping[str, Any], name: str, wher
     files = kwargs.get("data_files") if isinstance(kwargs, Mapping) else None
     fields = {k: _text(block.get(k, d), f"{where}: metadata.{RECORD_KEY}.{k}")
               for k, d in (("document_field", "document"), ("summary_field", "summary"))}
-    common = dict(name=name, id_field=_text(block.get("id_field"), f"{where}: id_field", optional=True),
+    common = dict(id_field=_text(block.get("id_field"), f"{where}: id_field", optional=True),
                   prompt=_text(block.get("prompt"), f"{where}: prompt", optional=True),
                   fewshot_prompt=_text(block.get("fewshot_prompt"), f"{where}: fewshot_prompt", optional=True),
                   citation=str(block.get("citation") or ""), origin=origin, **fields)
-    for key, text in (("prompt", common["prompt"]), ("fewshot_prompt", common["fewshot_prompt"])):
-        if text is not None and "{document}" not in text:
-            raise RecordError(f"{where}: metadata.{RECORD_KEY}.{key} has no {{document}} placeholder")
+    label = f"{where}: metadata.{RECORD_KEY}."
     if path in FILE_FORMATS:
         if not isinstance(files, Mapping) or "test" not in files:
             raise RecordError(f"{where}: dataset_kwargs.data_files must map split names to files, with a "
                               f"'test' file at least (and 'train' for two-shot prompts and DVO)")
-        base = Path(origin).parent if origin else Path.cwd()
-        resolved = tuple((str(s), str((base / os.path.expanduser(str(f))).resolve())) for s, f in files.items())
-        return DomainSource(format=str(path), files=resolved, **common)
+        return domain_source(name, str(path), files, label, base=Path(origin).parent if origin else None, **common)
     if not isinstance(path, str) or not path:
         raise RecordError(f"{where}: dataset_path must be json, csv or a hub dataset id")
     splits = files if isinstance(files, Mapping) else {"test": config.get("test_split") or "test", "train": "train"}
-    return DomainSource(format="hub", files=tuple((str(s), str(v)) for s, v in splits.items()),
-                        hub_path=path, hub_name=config.get("dataset_name"), **common)
+    return domain_source(name, "hub", splits, label, hub_path=path, hub_name=config.get("dataset_name"), **common)
+
+
+def domain_source(name: str, format: str, files: Mapping[str, Any], label: str, *, base: Path | None = None,
+                  **fields: Any) -> DomainSource:
+    """The one place a :class:`DomainSource` is assembled, from a task YAML
+    (:func:`spec_from_config`) or from ``domsum new-task``'s flags
+    (:mod:`~lm_eval_tasks.benchmarks.own_folder`): local files resolved against ``base``
+    (the YAML's folder; None: the working directory), hub splits kept as named, and each
+    prompt checked for its ``{document}`` placeholder (``label`` + the field in the message).
+    """
+    for key in ("prompt", "fewshot_prompt"):
+        text = fields.get(key)
+        if text is not None and "{document}" not in text:
+            raise RecordError(f"{label}{key} has no {{document}} placeholder")
+    if format == "hub":
+        return DomainSource(name=name, format="hub", files=tuple((str(s), str(v)) for s, v in files.items()),
+                            **fields)
+    root = base or Path.cwd()
+    resolved = tuple((str(s), str((root / os.path.expanduser(str(f))).resolve())) for s, f in files.items())
+    return DomainSource(name=name, format=format, files=resolved, **fields)
 
 
 def check_families(families: tuple[str, ...], where: str) -> None:
@@ -188,6 +203,20 @@ def check_families(families: tuple[str, ...], where: str) -> None:
             registry.get(fam)
         except registry.UnknownFamily as exc:
             raise RecordError(f"{where}: {exc}") from None
+
+
+def family_options(task: str, family: str, metadata: dict) -> dict[str, Any]:
+    """DVO reads the vocabulary of this domain's own train file (its name carries the
+    file's fingerprint, :func:`lm_eval_tasks.data.vocab.domain_vocabulary_path`), not the
+    ``<benchmark>/<subset>.tsv`` a suite domain's is."""
+    if family != "dvo":
+        return {}
+    from lm_eval_tasks.catalog import lookup
+    from lm_eval_tasks.data.vocab import domain_vocabulary_path
+    from lm_eval_tasks.settings import resolve
+
+    spec = lookup(task)
+    return {"vocabulary_file": str(domain_vocabulary_path(spec.benchmark, spec.subset, resolve(metadata, "vocab_dir")))}
 
 
 def is_user_config(config: Mapping[str, Any]) -> bool:
@@ -219,7 +248,9 @@ def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = 
     if "train" not in source.splits:
         raise RecordError(f"task {task!r}: two-shot prompts draw demonstrations from a 'train' split; add "
                           f"one to dataset_kwargs.data_files")
-    pool = load_split(BENCHMARK, subset, "train", task=task)
+    from lm_eval_tasks.benchmarks import drop_empty
+
+    pool, empty = drop_empty(load_split(BENCHMARK, subset, "train", task=task))  # as the test split's
     seed = resolve(metadata, "fewshot_seed", domainsum.DEFAULT_SEED)
     template = source.fewshot_prompt or domainsum.TWO_SHOT
     pool_ids = {p["id"] for p in pool}
@@ -236,7 +267,8 @@ def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = 
             text = text.replace("{" + key + "}", value)
         d["prompt"] = text
         d["demo_ids"] = [x["id"] for x in demos]
-    return docs, {"fewshot_seed_used": seed, "demo_pool": "train", "data_source": source.where(split)}
+    report = {"fewshot_seed_used": seed, "demo_pool": "train", "data_source": source.where(split)}
+    return docs, report | ({"demo_pool_skipped_empty": {"count": len(empty), "ids": empty}} if empty else {})
 
 
 # --------------------------------------------------------------------------- task YAMLs

@@ -8,7 +8,11 @@ FOLDER`` runs it from any directory with no suite command in between. The folder
   field names, prompt, generation budget, metric families), with comments;
 * ``NAME_2shot.yaml``: the two-shot task, ``include: NAME.yaml`` plus its own lines;
 * ``utils.py``: the one line that names the suite's task class;
-* ``README.md``: the harness's task README template, filled in.
+* ``README.md``: the harness's task README template, filled in for every task of the folder.
+
+A second domain written to the same folder adds its YAMLs beside the first's (one
+``utils.py`` serves all) and the README is written again to list both; only the same
+task name again needs ``--overwrite``.
 
 The data are read once here, through the same reader the task uses, so a missing file,
 a missing field or a bad line is reported now, with its file and line, not after a
@@ -24,13 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lm_eval_tasks.benchmarks.papers import RECORDS
-from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError
+from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
+    domain_source
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 #: stops of DomainSum's prompts (a run-on generation ends at the next prompt marker)
 UNTIL = RECORDS["domainsum"].until
 #: tokens per word of English text in the usual LLM tokenizers (Llama, GPT-2: about 1.3)
 TOKENS_PER_WORD = 1.3
+#: train records the two-shot task needs: two demonstrations, neither the document itself
+MIN_TRAIN = 3
 
 
 @dataclass
@@ -53,34 +60,45 @@ class NewTask:
     overwrite: bool = False
     written: list[Path] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: what was not written, or written otherwise than asked, and why: one line each for the console
+    notes: list[str] = field(default_factory=list)
 
 
 def _source(req: NewTask) -> DomainSource:
-    common = dict(name=req.name, document_field=req.document_field, summary_field=req.summary_field,
-                  id_field=req.id_field, prompt=req.prompt)
+    """The data ``--data`` (a folder's ``test`` and ``train`` files) or ``--hub`` names."""
+    common = dict(document_field=req.document_field, summary_field=req.summary_field, id_field=req.id_field,
+                  prompt=req.prompt)
     if req.hub:
-        return DomainSource(format="hub", files=(("test", "test"), ("train", "train")), hub_path=req.hub,
-                            hub_name=req.hub_config, **common)
+        return domain_source(req.name, "hub", {"test": "test", "train": "train"}, "--", hub_path=req.hub,
+                             hub_name=req.hub_config, **common)
     if req.data is None:
         raise RecordError("say where the data are: --data DIR (test.jsonl and train.jsonl, or .csv) or --hub DATASET")
     folder = req.data.expanduser().resolve()
     if not folder.is_dir():
         raise RecordError(f"--data {req.data}: not a folder (it should hold test.jsonl and train.jsonl)")
-    formats = [req.format] if req.format else ["json", "csv"]
     suffix = {"json": ".jsonl", "csv": ".csv"}
-    for fmt in formats:
+    for fmt in [req.format] if req.format else ["json", "csv"]:
         if (folder / f"test{suffix[fmt]}").is_file():
-            files = tuple((s, str(folder / f"{s}{suffix[fmt]}")) for s in ("test", "train")
-                          if (folder / f"{s}{suffix[fmt]}").is_file())
-            return DomainSource(format=fmt, files=files, **common)
+            files = {s: folder / f"{s}{suffix[fmt]}" for s in ("test", "train")
+                     if (folder / f"{s}{suffix[fmt]}").is_file()}
+            return domain_source(req.name, fmt, files, "--", **common)
     have = sorted(p.name for p in folder.iterdir())[:10]
     raise RecordError(f"--data {folder}: no test.jsonl or test.csv (found: {', '.join(have) or 'nothing'})")
 
 
-def _read(source: DomainSource, task: str) -> dict[str, list[dict]]:
-    from lm_eval_tasks.data.user_files import iter_records
+def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
+    """Every split's records with a document and a summary; a repeated id is an error, each
+    empty record one line of ``req.notes`` (it is left out and counted when the task runs)."""
+    from lm_eval_tasks.benchmarks import drop_empty
+    from lm_eval_tasks.data.user_files import capped, read_split
 
-    return {split: [rec for _, rec in iter_records(source, split, task)] for split in source.splits}
+    out = {}
+    for split in source.splits:
+        records, empty = read_split(source, split, req.name)
+        req.counts[split] = len(records)
+        req.notes.extend(capped(empty))
+        out[split] = drop_empty(records)[0]
+    return out
 
 
 def default_max_gen_toks(summaries: list[str]) -> int:
@@ -148,21 +166,43 @@ UTILS = ('"""Harness entry point of this task folder: the YAMLs name ``utils.Sui
          "from lm_eval_tasks.harness import task_class\n\nSuiteTask = task_class(__file__)\n")
 
 
-def readme(req: NewTask, source: DomainSource) -> str:
-    where = (f"the hub dataset `{source.hub_path}`" if source.format == "hub"
-             else ", ".join(f"`{p}` ({s})" for s, p in source.files))
-    counts = ", ".join(f"{n} {s}" for s, n in req.counts.items())
-    tasks = f"* `{req.name}`: zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else "")
-    if (req.out / f"{req.name}_2shot.yaml") in req.written:
-        tasks += f"\n* `{req.name}_2shot`: two demonstrations from the train split, seeded per document"
-    return f"""# {req.name}
+DVO_NOTE = """ DVO reads a vocabulary built from the train split the
+first time the task runs, cached under the vocabulary folder and rebuilt when the train
+file changes; the results record its path (`user_vocabulary`)."""
+
+
+def readme(out: Path) -> str:
+    """The folder's README (the harness's task README template) listing every task of every
+    domain whose YAML is in ``out``: written again whenever a domain is added, so a
+    second domain in the folder is listed beside the first."""
+    from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+
+    specs = [spec_from_config(cfg, str(path)) for path, cfg in task_configs(out)]
+    domains: dict[str, DomainSource] = {}
+    tasks, families = [], []
+    for spec in specs:
+        source = domains.setdefault(spec.subset, spec.source)
+        how = ("two demonstrations from the train split, seeded per document" if spec.shots
+               else "zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else ""))
+        tasks.append(f"* `{spec.name}`: {how}; metrics {', '.join(spec.families)}")
+        families += spec.families
+    abstract = "\n".join(
+        f"* `{name}`: records from "
+        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub" else ", ".join(f"`{p}` ({s})" for s, p in src.files))
+        + f"; field `{src.document_field}` is the document and `{src.summary_field}` the reference summary."
+        for name, src in domains.items())
+    title = next(iter(domains)) if len(domains) == 1 else out.name
+    tasks_text = "\n".join(tasks)
+    return f"""# {title}
 
 ### Paper
 
-Title: your own domain, evaluated with the DomainSum protocol
+Title: your own domain{'s' if len(domains) > 1 else ''}, evaluated with the DomainSum protocol
 
-Abstract: records from {where}{f' ({counts} records when written)' if counts else ''}; field
-`{source.document_field}` is the document and `{source.summary_field}` the reference summary.
+Abstract:
+
+{abstract}
+
 The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) unless the
 YAML gives its own.
 
@@ -186,12 +226,10 @@ None.
 
 #### Tasks
 
-{tasks}
+{tasks_text}
 
-Metrics, per document with standard errors: {', '.join(req.families)} (`domsum tasks` and
-docs/metrics.md name their keys). DVO reads a vocabulary built from the train split the
-first time the task runs, cached under the vocabulary folder and rebuilt when the train
-file changes; the results record its path (`user_vocabulary`).
+Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
+their keys).{DVO_NOTE if 'dvo' in families else ''}
 
 ### Checklist
 
@@ -211,6 +249,54 @@ If other tasks on this dataset are already supported:
 """
 
 
+def _train_notes(req: NewTask, source: DomainSource, records: dict[str, list[dict]]) -> bool:
+    """Whether the train split holds enough records for the two-shot task; what a short or
+    missing one changes is added to ``req.notes`` (and dvo dropped from ``req.families``
+    when there is nothing to build its vocabulary from).
+
+    Why said, not silent: the user asked for a task folder and would otherwise find
+    ``NAME_2shot`` missing, or DVO failing before generation, only when running it.
+    """
+    n = len(records.get("train", ()))
+    what = (f"no train split (train.jsonl or train.csv) in {req.data}" if "train" not in source.splits
+            else f"{source.where('train')}: {n} train record(s) with a document and a summary")
+    enough = n >= MIN_TRAIN
+    if not enough:
+        req.notes.append(f"{what}: {req.name}_2shot not written (two demonstrations per document need at least "
+                         f"{MIN_TRAIN} train records)")
+    if n == 0 and "dvo" in req.families:
+        req.families = tuple(f for f in req.families if f != "dvo")
+        req.notes.append(f"{what}: dvo left out of the families (DVO's domain vocabulary is built from the train "
+                         f"split); add a train file and dvo to metadata.domain.families to score it")
+    elif not enough and "dvo" in req.families:
+        req.notes.append(f"{what}: DVO's domain vocabulary will be built from {n} document(s) only")
+    return enough
+
+
+def harness_task_file(name: str) -> Path | None:
+    """The harness YAML that declares ``name`` as a task, group or tag, or None.
+
+    Why a text scan and not the harness's index: ``TaskManager`` parses all 14,000 of
+    the harness's YAML files (about 4.5 s on two cores); reading them as bytes and
+    matching ``task:``/``group:``/``tag:`` lines takes well under a second. A name the
+    harness builds in Python, or lists only as a tag list item, is not seen; a group's
+    ``- task: NAME`` entries refer to tasks declared elsewhere and are not matched.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("lm_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    pattern = re.compile(rb"^\s*(?:task|group|tag)\s*:\s*['\"]?" + re.escape(name.encode()) + rb"['\"]?\s*$",
+                         re.MULTILINE)
+    for root in spec.submodule_search_locations:
+        for path in sorted(Path(root, "tasks").rglob("*.yaml")):
+            text = path.read_bytes()
+            if name.encode() in text and pattern.search(text):
+                return path
+    return None
+
+
 def write_folder(req: NewTask) -> NewTask:
     """Check the request and the data, then write the folder; returns ``req`` with what
     was written and the record counts."""
@@ -222,26 +308,40 @@ def write_folder(req: NewTask) -> NewTask:
         raise RecordError(f"task name {req.name!r}: the two-shot task gets `_2shot` itself; drop the suffix")
     for name in (req.name, f"{req.name}_2shot"):
         if name in catalog.all_groups() or (name in catalog.all_tasks() and catalog.all_tasks()[name].source is None):
-            raise RecordError(f"task name {name!r} is already one of the suite's; choose another")
+            raise RecordError(f"task name {name!r} is already one of the suite's (`domsum tasks`); choose another")
+        if (found := harness_task_file(name)) is not None:
+            raise RecordError(f"task name {name!r} is already one of the harness's ({found}); choose another")
     source = _source(req)
     if source.format != "hub":
-        records = _read(source, req.name)
-        req.counts = {s: len(r) for s, r in records.items()}
+        records = _read(req, source)
         if not records.get("test"):
-            raise RecordError(f"{source.where('test')}: no records")
+            raise RecordError(f"{source.where('test')}: no records with a document and a summary")
         summaries = [r["summary"] for r in records.get("train") or records["test"]]
     else:
-        summaries = []
+        records, summaries = {}, []
     req.max_gen_toks = req.max_gen_toks or default_max_gen_toks(summaries)
+    two_shot = source.format == "hub" or _train_notes(req, source, records)
     out = req.out.expanduser().resolve()
     req.out = out
     files = {out / f"{req.name}.yaml": zero_shot_yaml(req, source, req.max_gen_toks), out / "utils.py": UTILS}
-    if source.format == "hub" or req.counts.get("train", 0) >= 3:
+    if two_shot:
         files[out / f"{req.name}_2shot.yaml"] = two_shot_yaml(req)
-    clash = [p for p in [*files, out / "README.md"] if p.exists()]
+    clash = [p for p in files if p.exists() and p.name != "utils.py"]
     if clash and not req.overwrite:
-        raise RecordError(f"{clash[0]} exists; pass --overwrite to replace the task folder's files, or --out "
-                          f"another folder")
+        raise RecordError(f"{clash[0]} exists; pass --overwrite to replace task {req.name!r}, or choose another "
+                          f"name or --out folder")
+    if out.is_dir():  # the domains already there must read back: the README lists them with this one
+        from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+
+        for path, cfg in task_configs(out):
+            if path not in files:
+                spec_from_config(cfg, str(path))
+    if (out / "utils.py").exists() and not req.overwrite:
+        del files[out / "utils.py"]  # shared by the folder's tasks: the one there (maybe edited) is kept
+    stale = out / f"{req.name}_2shot.yaml"
+    if not two_shot and stale.exists():  # only with --overwrite: it would run on the new data without demonstrations
+        stale.unlink()
+        req.notes.append(f"{stale} removed (it belonged to the task being replaced)")
     out.mkdir(parents=True, exist_ok=True)
     from lm_eval_tasks.outputs import write_atomically
 
@@ -249,6 +349,6 @@ def write_folder(req: NewTask) -> NewTask:
     for path, text in files.items():
         write_atomically(path, text)
     readme_path = out / "README.md"
-    write_atomically(readme_path, readme(req, source))
+    write_atomically(readme_path, readme(out))
     req.written.append(readme_path)
     return req

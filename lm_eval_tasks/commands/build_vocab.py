@@ -2,7 +2,8 @@
 
 Flags -> :func:`lm_eval_tasks.data.vocab.targets` (which domains) ->
 :func:`lm_eval_tasks.data.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
-where the tasks look for it; see ``docs/benchmarks/adapteval.md`` and ``docs/settings.md``.
+(a user domain's ``VOCAB_DIR/own/<subset>-<digest>.tsv``, keyed by its train file) where the
+tasks look for it; see ``docs/benchmarks/adapteval.md`` and ``docs/settings.md``.
 """
 
 from __future__ import annotations

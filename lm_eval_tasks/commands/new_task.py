@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     except SuiteError as exc:
         print(f"domsum new-task: error: {exc}", file=sys.stderr)
         return 2
+    for note in done.notes:
+        print(f"domsum new-task: note: {note}", file=sys.stderr)
     counts = ", ".join(f"{n} {s}" for s, n in done.counts.items())
     print(f"wrote {len(done.written)} files to {done.out}" + (f" ({counts} records)" if counts else ""))
     for path in done.written:

@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     except SuiteError as exc:
         print(f"domsum run: error: {exc}", file=sys.stderr)
         return 2
+    for note in dict.fromkeys(request.notes):  # a file two tasks read is said once
+        print(f"domsum run: note: {note}", file=sys.stderr)
     try:
         run_cli(rest, folders, include_defaults)
     except SystemExit as exc:  # the harness CLI exits through argparse/sys.exit

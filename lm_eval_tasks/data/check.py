@@ -4,8 +4,11 @@ Why: lm-eval builds the model before it builds the tasks, so a wrong ``data_dir`
 missing split or an unreachable hub used to surface only after the model had loaded
 (minutes for an 8B model). ``domsum run`` asks :func:`data_problems` for every suite and
 user task of the command line first, and stops with one line per problem. The checks
-are cheap: a file's existence and its first record (the loader validates the rest
-when the task loads), a registered hub source and a 3 s reachability probe.
+are cheap: a mirror file's existence and its first record (the loader validates the
+rest when the task loads), a registered hub source and a 3 s reachability probe. A
+user domain's own files are read whole (they are the user's, and small next to a
+model's load): a repeated id stops the run, a record with an empty document or summary
+is one note line (it is left out and counted when the task loads).
 """
 
 from __future__ import annotations
@@ -62,15 +65,32 @@ def _hub_problem(spec: TaskSpec) -> str | None:
     return None
 
 
-def data_problems(spec: TaskSpec, metadata: Mapping[str, Any] | None = None) -> list[str]:
-    """Why ``spec``'s data cannot be read, one line each (empty: it can, as far as a
-    cheap check can tell)."""
-    if spec.source is not None:
-        from lm_eval_tasks.data.user_files import first_problem
+def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
+    """A user domain's splits: a local file read whole (a repeated id is a problem, an
+    empty record a note, as ``domsum new-task`` says them), a hub split by its first record."""
+    from lm_eval_tasks.data.user_files import capped, first_problem, read_split
 
-        splits = ["test"] + (["train"] if spec.shots or "dvo" in spec.families else [])
-        found = [first_problem(spec.source, split, spec.name) for split in splits]
-        return [p for p in found if p]
+    problems = []
+    for split in ["test"] + (["train"] if spec.shots or "dvo" in spec.families else []):
+        problem = first_problem(spec.source, split, spec.name)
+        if problem is None and spec.source.format != "hub":
+            try:
+                # no task in the lines: a file that two tasks read (NAME, NAME_2shot) is said once
+                notes += capped(read_split(spec.source, split)[1])
+            except DataError as exc:
+                problem = str(exc)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def data_problems(spec: TaskSpec, metadata: Mapping[str, Any] | None = None,
+                  notes: list[str] | None = None) -> list[str]:
+    """Why ``spec``'s data cannot be read, one line each (empty: it can, as far as a
+    cheap check can tell); what is read but left out when the task loads (records with
+    an empty document or summary) is added to ``notes``, one line each."""
+    if spec.source is not None:
+        return _user_problems(spec, [] if notes is None else notes)
     root = resolve_data_dir(resolve(dict(metadata or {}), "data_dir"))
     problem = _mirror_problem(spec, "test", root) if root is not None else _hub_problem(spec)
     return [problem] if problem else []

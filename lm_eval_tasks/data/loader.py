@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks.benchmarks.papers import RECORDS
-from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, json_lines, validate_record, where_prefix
+from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, assign_ids, json_lines, \
+    validate_record, where_prefix
 from lm_eval_tasks.data.user_files import iter_records, user_source
 from lm_eval_tasks.settings import SETTINGS, resolve
 
@@ -202,28 +203,8 @@ def load_split(
     else:
         records = _load_hub_split(benchmark, subset, split, task, hub_path)
         places = [f"{where_prefix(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
-    seen: dict[str, str] = {}
-    renamed = 0
-    for i, rec in enumerate(records):
-        rec.setdefault("id", f"{benchmark}/{subset}/{split}/{i}")
-        if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
-            if isinstance(rec["id"], (dict, list)) or rec["id"] is None:
-                raise DataError(f"{places[i]}: field 'id' must be a string or a number, got "
-                                f"{type(rec['id']).__name__}")
-            rec["id"] = str(rec["id"])
-        if rec["id"] in seen:
-            if editable:
-                raise DataError(f"{places[i]}: id {rec['id']!r} is already used at "
-                                f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
-                                f"comparisons are keyed by them). Give each record its own id, or remove the "
-                                f"id field to number records by position.")
-            # a hub split cannot be edited: the repeat gets its own id, and says which it repeats
-            original, n = rec["id"], 2
-            while f"{original}#{n}" in seen:
-                n += 1
-            rec["id"], rec["duplicate_id_of"] = f"{original}#{n}", original
-            renamed += 1
-        seen[rec["id"]] = places[i]
+    id_field = (source.id_field if source is not None else None) or "id"
+    renamed = assign_ids(records, places, f"{benchmark}/{subset}/{split}", editable=editable, field=id_field)
     if renamed:
         log.warning("%s%s/%s %s: %d record(s) repeat an earlier id; renamed <id>#<n>, the original kept in "
                     "their duplicate_id_of field", where_prefix(task), benchmark, subset, split, renamed)

@@ -58,6 +58,47 @@ def check_text(text: str, name: str, where: str) -> None:
                         f"character {exc.start}), which is not text; fix the escape in the file") from None
 
 
+def is_blank(text: Any) -> bool:
+    """Whether a document or summary is empty (None, "" or whitespace only): such a record
+    is left out of a task and counted (``skipped_empty``), never scored as 0."""
+    return not str(text or "").strip()
+
+
+def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, editable: bool,
+               field: str = "id") -> int:
+    """Give every record a string ``id`` (``<prefix>/<index>`` when it has none) and keep ids unique.
+
+    Why here: scores, comparisons and demonstration draws are keyed by the id, so a repeat
+    must be found wherever records are read, before a model loads (``domsum new-task``, the
+    data check of ``domsum run``) as when the task loads. In a file the user can edit
+    (``editable``) a repeat is a :class:`DataError` naming the file, the line and ``field``
+    (the record's id field); a hub split cannot be edited, so the repeat is renamed
+    ``<id>#<n>`` with the original in ``duplicate_id_of``. Returns how many were renamed.
+    """
+    seen: dict[str, str] = {}
+    renamed = 0
+    for i, rec in enumerate(records):
+        rec.setdefault("id", f"{prefix}/{i}")
+        if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
+            if isinstance(rec["id"], (dict, list)) or rec["id"] is None:
+                raise DataError(f"{places[i]}: field {field!r} must be a string or a number, got "
+                                f"{type(rec['id']).__name__}")
+            rec["id"] = str(rec["id"])
+        if rec["id"] in seen:
+            if editable:
+                raise DataError(f"{places[i]}: field {field!r}: id {rec['id']!r} is already used at "
+                                f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
+                                f"comparisons are keyed by them). Give each record its own id, or remove the "
+                                f"id field to number records by position.")
+            original, n = rec["id"], 2
+            while f"{original}#{n}" in seen:
+                n += 1
+            rec["id"], rec["duplicate_id_of"] = f"{original}#{n}", original
+            renamed += 1
+        seen[rec["id"]] = places[i]
+    return renamed
+
+
 def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError) -> Iterator[tuple[str, Any]]:
     """``(where, parsed value)`` of every non-blank line of a JSON-lines file.
 
@@ -102,4 +143,5 @@ class HubSource:
     note: str = ""
 
 
-__all__ = ["HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "check_text", "json_lines", "validate_record", "where_prefix"]
+__all__ = ["HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "assign_ids", "check_text", "is_blank", "json_lines",
+           "validate_record", "where_prefix"]

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.data.records import DataError, json_lines, validate_record, where_prefix as _where
+from lm_eval_tasks.data.records import DataError, assign_ids, is_blank, json_lines, validate_record, \
+    where_prefix as _where
 
 #: the declared source of every registered user domain, by ``(benchmark, subset)``: the
 #: index the loader asks (the catalogue's :func:`~lm_eval_tasks.catalog.register` fills it)
@@ -108,6 +109,37 @@ def _hub_records(source: Any, split: str, task: str | None, fields: tuple[str, s
     for i, row in enumerate(ds):
         where = f"{what}, row {i}"
         yield where, _rename(validate_record(dict(row), fields, where), source, where)
+
+
+def read_split(source: Any, split: str, task: str | None = None) -> tuple[list[dict], list[str]]:
+    """Every record of a local ``split`` with its id checked, and one line per record with
+    an empty document or summary: what ``domsum new-task`` and ``domsum run``'s data check
+    read before a model loads.
+
+    A repeated id is the :class:`DataError` the loader raises (file, line, field); an
+    empty document or summary is not an error: the record is left out when the task
+    loads and counted in the results (``skipped_empty``; ``demo_pool_skipped_empty`` for
+    the two-shot task's demonstrations), as for every benchmark, and the line says so.
+    """
+    lines = list(iter_records(source, split, task))
+    records = [rec for _, rec in lines]
+    assign_ids(records, [where for where, _ in lines], split, editable=source.format != "hub",
+               field=source.id_field or "id")
+    counted = ("left out and counted (skipped_empty in the results)" if split != "train" else
+               "left out of the demonstrations and counted (demo_pool_skipped_empty in the two-shot task's results)")
+    empty = []
+    for where, rec in lines:
+        blank = [name for name, key in ((source.document_field, "document"), (source.summary_field, "summary"))
+                 if is_blank(rec[key])]
+        if blank:
+            empty.append(f"{where}: field {blank[0]!r} is empty: the record is {counted}")
+    return records, empty
+
+
+def capped(lines: list[str], limit: int = 10) -> list[str]:
+    """The first ``limit`` of ``lines`` and one line saying how many more: a file with
+    thousands of empty records is a few console lines, not thousands."""
+    return lines[:limit] + ([f"... and {len(lines) - limit} more such record(s)"] if len(lines) > limit else [])
 
 
 def first_problem(source: Any, split: str, task: str | None = None) -> str | None:

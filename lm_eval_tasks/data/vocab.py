@@ -10,6 +10,7 @@ with :func:`build_all`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -102,7 +103,9 @@ def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split
     else:
         source = (str(mirror_path(root, benchmark, subset, split)) if root is not None
                   else f"hub ({benchmark}/{subset} {split})")
-    path = Path(out) if out else vocabulary_path(benchmark, subset, vocab_dir, must_exist=False)
+    path = Path(out) if out else domain_vocabulary_path(benchmark, subset, vocab_dir)
+    if declared is not None and split == "train" and "data_fingerprint" not in (extra_header or {}):
+        extra_header = {**(extra_header or {}), "data_fingerprint": data_fingerprint(declared)}
     builder = VocabularyBuilder()
     t0 = time.perf_counter()
     texts = _texts(benchmark, subset, split, data_dir, field, limit)
@@ -134,9 +137,31 @@ def data_fingerprint(source) -> str:
     return f"{where}:{st.st_size}:{st.st_mtime_ns}"
 
 
+def domain_vocabulary_path(benchmark: str, subset: str, vocab_dir: str | None) -> Path:
+    """The vocabulary file a domain's DVO reads: ``VOCAB_DIR/<benchmark>/<subset>.tsv`` for
+    the suite's domains; for a user domain ``VOCAB_DIR/own/<subset>-<digest>.tsv``, the
+    digest (12 hex digits) that of its train data's :func:`data_fingerprint`.
+
+    Why the digest in the name: a user domain is named by its task YAML, and two folders
+    may name theirs alike; keyed by the name alone they would share one file, each run
+    rebuilding it from its own train file under the other's feet. With the digest each
+    train file has its own vocabulary, and an edited one gets a new file.
+    """
+    path = vocabulary_path(benchmark, subset, vocab_dir, must_exist=False)
+    source = user_source(benchmark, subset)
+    if source is None or "train" not in source.splits:
+        return path
+    try:
+        stamp = data_fingerprint(source)
+    except OSError:  # no train file: the run's data check names it
+        return path
+    return path.with_name(f"{subset}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}{path.suffix}")
+
+
 def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool | None = None) -> dict:
-    """A user domain's DVO vocabulary: the cached file under ``vocab_dir`` when it was built
-    from the same train data, else built now from the domain's train split.
+    """A user domain's DVO vocabulary: the cached file under ``vocab_dir``
+    (:func:`domain_vocabulary_path`) when it was built from the same train data, else built
+    now from the domain's train split.
 
     Why built on demand: the user's domain has no released vocabulary, and asking for a
     separate ``build-vocab`` step before the first run is one more thing to get wrong;
@@ -146,7 +171,7 @@ def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool |
     from custom_metrics.dvo import VocabularyError, read_vocabulary
 
     vocab_dir = resolve(metadata, "vocab_dir")
-    path = vocabulary_path(spec.benchmark, spec.subset, vocab_dir, must_exist=False)
+    path = domain_vocabulary_path(spec.benchmark, spec.subset, vocab_dir)
     if spec.source is None or "train" not in spec.source.splits:
         return {"path": str(path), "built": False}
     stamp = data_fingerprint(spec.source)
@@ -156,6 +181,5 @@ def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool |
                 return {"path": str(path), "built": False, "data_fingerprint": stamp}
         except VocabularyError:
             pass  # unreadable: built again below
-    info = build_one(spec.benchmark, spec.subset, vocab_dir=vocab_dir, progress=progress,
-                     extra_header={"data_fingerprint": stamp})
+    info = build_one(spec.benchmark, spec.subset, vocab_dir=vocab_dir, progress=progress)
     return {"path": info["path"], "built": True, "data_fingerprint": stamp, "documents": info["documents"]}

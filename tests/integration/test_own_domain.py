@@ -10,6 +10,7 @@ the vocabulary file the run recorded and the logged predictions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import statistics
@@ -93,7 +94,10 @@ def test_own_domain_from_a_fresh_folder(tmp_path, tiny_causal_lm, minilm_path):
         assert meta["suite_task"]["benchmark"] == "own" and meta["suite_task"]["subset"] == NAME
         assert meta["data_source"] == str((user / "data" / "test.jsonl").resolve())
         vocab_path = Path(meta["user_vocabulary"]["path"])
-        assert vocab_path == tmp_path / "vocab" / "own" / f"{NAME}.tsv"
+        train = (user / "data" / "train.jsonl").resolve()
+        stamp = f"{train}:{train.stat().st_size}:{train.stat().st_mtime_ns}"  # the train file's fingerprint
+        assert meta["user_vocabulary"]["data_fingerprint"] == stamp
+        assert vocab_path == tmp_path / "vocab" / "own" / f"{NAME}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}.tsv"
         vocab = read_vocabulary(vocab_path)
         assert vocab.header["documents"] == len(data["train"])
         preds = [r["filtered_resps"][0] for r in rows]

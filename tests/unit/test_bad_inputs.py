@@ -74,7 +74,7 @@ def test_duplicate_ids_are_an_error_naming_both_lines(tmp_path):
     rows = [json.dumps({"id": "a", "document": "d1", "summary": "s1"}), "",
             json.dumps({"id": "b", "document": "d2", "summary": "s2"}),
             json.dumps({"id": "a", "document": "d3", "summary": "s3"})]
-    with pytest.raises(DataError, match=r"test\.jsonl, line 4: id 'a' is already used at line 1"):
+    with pytest.raises(DataError, match=r"test\.jsonl, line 4: field 'id': id 'a' is already used at line 1"):
         load_split("domainsum", "cnndm", "test", _mirror(tmp_path, rows), task=TASK)
 
 

@@ -72,6 +72,11 @@ def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
                                   "domain": {**config["metadata"]["domain"], "families": ["rogue"]}}}
     with pytest.raises(RecordError, match="unknown metric family 'rogue'; did you mean rouge"):
         spec_from_config(fam, "legalx.yaml")
+    for typed, meant in (("ROUGE", "rouge"), ("BERTScore", "bertscore"), ("Dvo", "dvo")):
+        cased = {**config, "metadata": {**config["metadata"],
+                                        "domain": {**config["metadata"]["domain"], "families": [typed]}}}
+        with pytest.raises(RecordError, match=f"unknown metric family '{typed}'; did you mean {meant}\\b"):
+            spec_from_config(cased, "legalx.yaml")
 
 
 def test_a_suite_name_cannot_be_taken(tmp_path):
@@ -87,3 +92,19 @@ def test_fine_tuning_points_lm_eval_at_the_users_folder(tmp_path):
     command = eval_command("base-model", str(tmp_path / "adapter"), "legaly", "causal", "lora")
     assert f"--include_path {done.out}" in command
     assert f"--include_path {catalog.TASKS_DIR}" in eval_command("b", "o", "domainsum_cnndm", "causal", "lora")
+
+
+def test_new_task_and_the_yaml_it_writes_assemble_one_and_the_same_source(tmp_path):
+    import dataclasses
+
+    from lm_eval_tasks.benchmarks import own_folder
+
+    req = NewTask(name="legalx", out=tmp_path / "tasks", data=_data(tmp_path / "data"), document_field="text",
+                  summary_field="gist", prompt="Summarize: {document}")
+    from_flags = own_folder._source(req)
+    write_folder(req)
+    read_back = spec_from_config(read_task_yaml(req.out / "legalx.yaml"), str(req.out / "legalx.yaml")).source
+    assert dataclasses.replace(read_back, origin="") == from_flags
+    assert read_back.origin == str(req.out / "legalx.yaml")
+    with pytest.raises(RecordError, match=r"^--prompt has no \{document\} placeholder$"):
+        own_folder._source(dataclasses.replace(req, prompt="Summarize it."))

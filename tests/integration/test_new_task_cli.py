@@ -1,0 +1,140 @@
+"""``domsum new-task`` and ``domsum run``'s data check through the real CLI, on the data
+a new user brings: a short or missing train split, repeated ids, empty records, a second
+domain in the same folder, a taken name, a mistyped family. No model is loaded: every
+case ends before one would be."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import subprocess_env
+
+
+def domsum(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", *args], cwd=cwd, env=subprocess_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def write_data(folder: Path, test: list[dict], train: list[dict] | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, rows in (("test", test), ("train", train)):
+        if rows is not None:
+            (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def rows(n: int, tag: str = "r") -> list[dict]:
+    return [{"id": f"{tag}{i}", "document": f"document {tag} {i} about ships and ports", "summary": f"summary {i}"}
+            for i in range(n)]
+
+
+def notes(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if line.startswith("domsum new-task: note:")]
+
+
+def test_a_short_or_missing_train_split_is_said_one_line_each(tmp_path):
+    write_data(tmp_path / "short", rows(3), rows(2, "t"))
+    short = domsum(["new-task", "shorty", "--data", "short", "--out", "tasks_short"], tmp_path)
+    assert short.returncode == 0, short.stderr
+    assert sorted(p.name for p in (tmp_path / "tasks_short").iterdir()) == ["README.md", "shorty.yaml", "utils.py"]
+    said = notes(short)
+    assert len(said) == 2, short.stderr
+    assert "2 train record(s) with a document and a summary: shorty_2shot not written" in said[0] and "at least 3" in said[0]
+    assert "DVO's domain vocabulary will be built from 2 document(s) only" in said[1]
+
+    write_data(tmp_path / "none", rows(3), None)
+    none = domsum(["new-task", "lonely", "--data", "none", "--out", "tasks_none"], tmp_path)
+    assert none.returncode == 0, none.stderr
+    said = notes(none)
+    assert len(said) == 2, none.stderr
+    assert said[0].startswith("domsum new-task: note: no train split") and "lonely_2shot not written" in said[0]
+    assert "dvo left out of the families" in said[1]
+    yaml_text = (tmp_path / "tasks_none" / "lonely.yaml").read_text()
+    assert "families: [rouge, bertscore]" in yaml_text and "lonely_2shot" not in none.stdout
+
+
+def test_a_repeated_id_stops_new_task_and_run_before_any_model_loads(tmp_path):
+    test = rows(4)
+    test[3]["id"] = "r1"
+    write_data(tmp_path / "data", test, rows(4, "t"))
+    made = domsum(["new-task", "dupes", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 2 and not (tmp_path / "tasks").exists()
+    lines = made.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in made.stderr, made.stderr
+    assert f"{tmp_path / 'data' / 'test.jsonl'}, line 4: field 'id': id 'r1' is already used at line 2" in lines[0]
+
+    write_data(tmp_path / "data", rows(4), rows(4, "t"))  # a clean file for new-task, then the repeat again
+    assert domsum(["new-task", "dupes", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    write_data(tmp_path / "data", test, rows(4, "t"))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "dupes,dupes_2shot"], tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "stopping before the model loads" in run.stderr and "Initializing hf model" not in run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert len(problems) == 1 and "line 4: field 'id': id 'r1' is already used at line 2" in problems[0], run.stderr
+
+
+def test_an_empty_document_or_summary_is_said_with_file_line_and_field(tmp_path):
+    test, train = rows(4), rows(5, "t")
+    test[1]["document"] = "  "
+    train[4]["summary"] = ""
+    write_data(tmp_path / "data", test, train)
+    made = domsum(["new-task", "gaps", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 0, made.stderr
+    said = notes(made)
+    assert len(said) == 2, made.stderr
+    assert (f"{tmp_path / 'data' / 'test.jsonl'}, line 2: field 'document' is empty: the record is left out and "
+            f"counted (skipped_empty in the results)") in said[0]
+    assert f"{tmp_path / 'data' / 'train.jsonl'}, line 5: field 'summary' is empty" in said[1]
+    assert "demo_pool_skipped_empty" in said[1]
+    assert "(4 test, 5 train records)" in made.stdout and (tmp_path / "tasks" / "gaps_2shot.yaml").is_file()
+
+
+def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
+    write_data(tmp_path / "ships", rows(3), rows(4, "t"))
+    write_data(tmp_path / "ports", rows(3, "p"), rows(2, "q"))
+    first = domsum(["new-task", "ships", "--data", "ships", "--out", "tasks"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    ships_yaml = (tmp_path / "tasks" / "ships.yaml").read_text()
+    second = domsum(["new-task", "ports", "--data", "ports", "--out", "tasks", "--families", "rouge"], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in (tmp_path / "tasks").iterdir()) == [
+        "README.md", "ports.yaml", "ships.yaml", "ships_2shot.yaml", "utils.py"]
+    assert (tmp_path / "tasks" / "ships.yaml").read_text() == ships_yaml
+    readme = (tmp_path / "tasks" / "README.md").read_text()
+    listed = [line for line in readme.splitlines() if line.startswith("* `") and "metrics" in line]
+    assert [line.split("`")[1] for line in listed] == ["ports", "ships", "ships_2shot"]
+    assert listed[0].endswith("metrics rouge") and listed[1].endswith("metrics rouge, bertscore, dvo")
+    assert str(tmp_path / "ports" / "test.jsonl") in readme and str(tmp_path / "ships" / "test.jsonl") in readme
+
+    again = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks"], tmp_path)
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
+    assert "ships.yaml exists; pass --overwrite" in again.stderr
+    replaced = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks", "--overwrite"], tmp_path)
+    assert replaced.returncode == 0, replaced.stderr
+    assert not (tmp_path / "tasks" / "ships_2shot.yaml").exists()  # 2 train records: no two-shot task left behind
+    assert str(tmp_path / "ports" / "test.jsonl") in (tmp_path / "tasks" / "ships.yaml").read_text()
+
+
+def test_a_suite_or_harness_task_name_is_refused_in_one_line(tmp_path):
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    for name, whose in (("domainsum_cnndm", "the suite's"), ("cnn_dailymail", "the harness's"),
+                        ("hellaswag", "the harness's")):
+        made = domsum(["new-task", name, "--data", "data", "--out", "tasks"], tmp_path)
+        assert made.returncode == 2 and not (tmp_path / "tasks").exists(), made.stderr
+        lines = made.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"task name {name!r} is already one of {whose}" in lines[0], made.stderr
+    harness_yaml = lines[0].split("(", 1)[1].split(")")[0]
+    assert Path(harness_yaml).name == "hellaswag.yaml" and "task: hellaswag" in Path(harness_yaml).read_text()
+
+
+def test_a_mistyped_family_gets_the_close_names(tmp_path):
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    for typed, meant in (("ROUGE", "rouge"), ("rouge,bertscor", "bertscore")):
+        made = domsum(["new-task", "fams", "--data", "data", "--families", typed], tmp_path)
+        lines = made.stderr.strip().splitlines()
+        assert made.returncode == 2 and len(lines) == 1, made.stderr
+        assert f"did you mean {meant}" in lines[0] and not (tmp_path / "fams").exists()
