@@ -16,13 +16,26 @@ same token ids are compared:
   tokenizer that is the same). Top-k is taken with ``torch.topk`` on both sides, so
   ties are broken identically and identical distributions give 0 % shift.
 
-Every statistic is reported over all summary positions and over *domain-vocabulary
-positions*: a position counts when the word its token begins is in the domain
-vocabulary (:func:`domain_word_mask`). Words are those of the DVO tokenizer
+Every statistic is reported over the *selected* summary positions and over
+*domain-vocabulary positions*: a position counts when the word its token begins is in
+the domain vocabulary (:func:`domain_word_mask`). Words are those of the DVO tokenizer
 (:func:`custom_metrics.tokenize.word_tokenize`, lowercased), mapped to model tokens
 through the tokenizer's character offsets: the token that covers a word's first
 character *begins* that word. (The release instead picks whitespace words found in
 the vocabulary and re-runs the model on each word prefix.)
+
+Which positions are selected (setting ``token_shift_positions``): ``paper`` (default),
+every summary position, as the paper's Section 4 describes it ("we process each token
+in S sequentially"); ``release``, the release's part-of-speech selection
+(:func:`release_pos_mask`; its ``find_indices_of_nouns_verbs_adjectives``): NLTK's
+``word_tokenize`` and ``pos_tag`` on the summary, and every token tagged a noun,
+adjective or verb (Penn tags ``N*``, ``J*``, ``V*``) gives the index ``i - 1``, which the
+release uses as a *whitespace-word* index: it feeds the prompt plus the first ``i - 1``
+whitespace words and reads the next-token distribution, i.e. the position whose token
+begins whitespace word ``i - 1`` (``-1`` is the last word, as Python's ``words[:-1]``
+makes it; an index past the last word predicts past the summary and is dropped,
+counted). The paper's text does not describe this selection; the release's scripts call
+it when no other selection is asked for.
 
 This module is model-agnostic (logit tensors and character offsets in, numbers out);
 ``domsum token-shift`` (:mod:`lm_eval_tasks.analysis.token_shift`, with
@@ -33,9 +46,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from custom_metrics.errors import SuiteError
 from custom_metrics.tokenize import word_tokenize
 
 if TYPE_CHECKING:
@@ -49,6 +64,8 @@ __all__ = [
     "aggregate_shift",
     "domain_word_mask",
     "position_shift",
+    "release_pos_mask",
+    "release_pos_word_indices",
     "summarize_shift",
     "word_spans",
 ]
@@ -57,6 +74,14 @@ UNSHIFTED, MARGINAL, SHIFTED = 0, 1, 2
 CATEGORY_NAMES = ("unshifted", "marginal", "shifted")
 BASE_TOP_K = 3
 STAT_KEYS = ("kl", "shift_rate", "marginal_rate", "unshifted_rate")
+#: the release's part-of-speech classes, as Penn tag prefixes in its order: nouns, adjectives, verbs
+RELEASE_POS_PREFIXES = ("N", "J", "V")
+#: the NLTK data ``nltk.pos_tag`` loads (NLTK >= 3.9)
+TAGGER_RESOURCE = "averaged_perceptron_tagger_eng"
+
+
+class TaggerMissing(SuiteError, LookupError):
+    """NLTK's part-of-speech tagger data, which the release's position selection needs, is not installed."""
 
 
 # --------------------------------------------------------------------------- words
@@ -116,12 +141,16 @@ def domain_word_mask(text: str, offsets: Sequence[tuple[int, int]],
     count. Returns one boolean per token.
     """
     vocab = vocabulary if isinstance(vocabulary, (set, frozenset)) else frozenset(vocabulary)
+    return _begin_mask(offsets, ((ws, we) for word, ws, we in word_spans(text) if word in vocab))
+
+
+def _begin_mask(offsets: Sequence[tuple[int, int]], spans: Iterable[tuple[int, int]]) -> list[bool]:
+    """One boolean per model token: does it begin one of the character ``spans``
+    (see :func:`domain_word_mask` for what *begins* means)."""
     mask = [False] * len(offsets)
     order = sorted((s, e, j) for j, (s, e) in enumerate(offsets) if e > s)
     starts = [s for s, _, _ in order]
-    for word, ws, we in word_spans(text):
-        if word not in vocab:
-            continue
+    for ws, we in spans:
         k = bisect.bisect_right(starts, ws) - 1  # last token starting at or before ws
         hit = None
         # the first token (in sequence order) covering ws; byte-level tokenizers give
@@ -136,6 +165,48 @@ def domain_word_mask(text: str, offsets: Sequence[tuple[int, int]],
         if hit is not None:
             mask[hit] = True
     return mask
+
+
+def _nltk_pos_tag(tokens: list[str]) -> list[tuple[str, str]]:
+    import nltk
+
+    try:
+        return nltk.pos_tag(tokens)
+    except LookupError:
+        raise TaggerMissing(
+            f"the release's part-of-speech position selection (token_shift_positions=release) needs NLTK's "
+            f"tagger data {TAGGER_RESOURCE!r}: python -m nltk.downloader {TAGGER_RESOURCE} (or set "
+            f"token_shift_positions=paper)") from None
+
+
+def release_pos_word_indices(text: str,
+                             tagger: Callable[[list[str]], list[tuple[str, str]]] | None = None) -> list[int]:
+    """The whitespace-word indices the release evaluates, in its order (nouns, adjectives,
+    verbs): ``i - 1`` for every NLTK token ``i`` of ``text`` (case kept) whose Penn tag
+    starts with ``N``, ``J`` or ``V``. ``tagger``: ``nltk.pos_tag`` unless given."""
+    tagged = (tagger or _nltk_pos_tag)(word_tokenize(text, lowercase=False))
+    return [i - 1 for prefix in RELEASE_POS_PREFIXES for i, (_, tag) in enumerate(tagged) if tag.startswith(prefix)]
+
+
+def release_pos_mask(text: str, offsets: Sequence[tuple[int, int]],
+                     tagger: Callable[[list[str]], list[tuple[str, str]]] | None = None) -> tuple[list[bool], int]:
+    """``(mask, dropped)``: which model tokens are the release's part-of-speech positions.
+
+    Index ``k`` of :func:`release_pos_word_indices` selects the token that begins
+    whitespace word ``k`` of ``text`` (``str.split()`` words; ``-1`` is the last word, as
+    the release's ``words[:-1]`` prefix predicts it); ``dropped`` counts the indices past
+    the last word, whose prediction lies after the summary. A position selected twice
+    counts once.
+    """
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    spans, dropped = [], 0
+    for k in release_pos_word_indices(text, tagger):
+        k = k + len(words) if k < 0 else k
+        if 0 <= k < len(words):
+            spans.append(words[k])
+        else:
+            dropped += 1
+    return _begin_mask(offsets, spans), dropped
 
 
 # --------------------------------------------------------------------------- positions
@@ -199,19 +270,24 @@ def _rates(kl: Sequence[float], cat: Sequence[int], suffix: str) -> dict[str, An
 
 
 def summarize_shift(kl: torch.Tensor | Sequence[float], category: torch.Tensor | Sequence[int],
-                    vocab_mask: Sequence[bool] | None = None) -> dict[str, Any]:
-    """One document's statistics over all positions and over vocabulary positions.
+                    vocab_mask: Sequence[bool] | None = None,
+                    selected: Sequence[bool] | None = None) -> dict[str, Any]:
+    """One document's statistics over the selected positions and over vocabulary positions.
 
     Keys: ``positions``, ``kl`` (mean KL, nats), ``shift_rate``, ``marginal_rate``,
     ``unshifted_rate`` (percent), the counts ``shifted``/``marginal``/``unshifted`` and
-    ``kl_sum`` (for pooling), and the same with a ``_vocab`` suffix over positions whose
-    ``vocab_mask`` is true (None when there is no such position, or no mask).
+    ``kl_sum`` (for pooling), over the positions whose ``selected`` is true (every one
+    when None), and the same with a ``_vocab`` suffix over positions whose ``vocab_mask``
+    is true (None when there is no such position, or no mask).
     """
     kl_list = [float(x) for x in (kl.tolist() if hasattr(kl, "tolist") else kl)]
     cat_list = [int(x) for x in (category.tolist() if hasattr(category, "tolist") else category)]
     if len(kl_list) != len(cat_list):
         raise ValueError("kl and category must have one value per position")
-    out = _rates(kl_list, cat_list, "")
+    if selected is not None and len(selected) != len(cat_list):
+        raise ValueError(f"selected has {len(selected)} entries for {len(cat_list)} positions")
+    chosen = range(len(cat_list)) if selected is None else [i for i, m in enumerate(selected) if m]
+    out = _rates([kl_list[i] for i in chosen], [cat_list[i] for i in chosen], "")
     if vocab_mask is None:
         out.update({f"{k}_vocab": None for k in STAT_KEYS})
         out.update({"positions_vocab": None})

@@ -159,7 +159,7 @@ def _rows() -> list[Setting]:
         S("hub_path", None, str, None, "Another hub copy of a subset's dataset (same columns).", "data"),
         S("sample_test", None, _int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
           "data", low=1),
-        S("sample_seed", None, _int, 42, "Seed of `sample_test`.", "data"),
+        S("sample_seed", None, _int, 42, "Seed of `sample_test` and of `token_shift_samples`.", "data"),
         S("fewshot_seed", None, _int, 1234, "Seed of the per-document demonstration draw.", "data"),
         S("column_map", None, _json_or_str, None, "CCSBench: `{canonical: column}` for other column names.",
           "data"),
@@ -254,6 +254,17 @@ def _rows() -> list[Setting]:
           "(`gpt4-eval.py`) or `suite` (G-Eval layout for all three, score only).", "judge", choices=("paper", "release", "suite")),
         S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
           "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True),
+        # analysis commands
+        S("token_shift_positions", "DOMSUM_TOKEN_SHIFT_POSITIONS", str, "paper",
+          "`domsum token-shift` positions scored: `paper` (default; every summary position, as AdaptEval "
+          "Section 4 describes) or `release` (the release's part-of-speech selection: the nouns, adjectives "
+          "and verbs NLTK's tagger finds, by the release's word indices; needs NLTK's "
+          "`averaged_perceptron_tagger_eng` data). Domain-vocabulary positions are reported beside either.",
+          "analysis", choices=("paper", "release")),
+        S("token_shift_samples", "DOMSUM_TOKEN_SHIFT_SAMPLES", _int, 10,
+          "`domsum token-shift` documents drawn (seeded by `sample_seed`, file order kept) and averaged: "
+          "default 10, the paper's Table 4 protocol (\"calculated over 10 samples\"); `0` = every document.",
+          "analysis", low=0),
         # run behaviour
         S("preflight", "DOMSUM_PREFLIGHT", _bool, True,
           "Check encoders, vocabularies and the judge endpoint before any generation.", "run"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
+from custom_metrics.hf_models import context_length
 
 
 class TokenizerMismatchError(SuiteError, ValueError):
@@ -144,6 +145,21 @@ def fit_length(prompt_ids: list[int], summary_ids: list[int], max_len: int | Non
     keep = max_len - len(summary_ids)
     dropped += max(0, len(prompt_ids) - keep)
     return prompt_ids[-keep:], summary_ids, dropped
+
+
+def fitting_window(max_length: int | None, runs: Sequence[tuple[str, Runner]]) -> tuple[int | None, str]:
+    """The exact window (tokens) prompt + summary are fitted into, and where it comes from:
+    the smallest of ``--max-length`` and each model's context length (lm-eval's order of
+    config attributes, :func:`custom_metrics.hf_models.context_length`); None when none is
+    known (nothing is cut)."""
+    known = [(max_length, "--max-length")] if max_length else []
+    for label, run in runs:
+        n = context_length(getattr(run.model, "config", None))
+        if n:
+            known.append((n, f"context length of {label}"))
+    if not known:
+        return None, "none known: nothing cut"
+    return min(known, key=lambda x: x[0])
 
 
 class Runner:

@@ -3,19 +3,20 @@
 For a seeded sample of ``--n`` rows of a CCSBench subset (default ``compositional``),
 this writes one mirror per changed attribute in which only that control is flipped,
 runs the real ``lm_eval`` CLI on the original and on each flipped mirror with the
-given model, and reports, per (changed attribute, affected metric),
+given model, and reports the paper's Figure 4: per (changed attribute, affected
+controllability metric)
 
-    CA = |m_new - m| / |m|      (NaN when m == 0 or either value is NaN)
+    CA = |m_new - m| / |m|
 
-as a matrix (JSON + CSV) and, when matplotlib is installed, a heatmap PNG.
+computed from each run's logged per-document scores (:mod:`lm_eval_tasks.analysis.amplitude`,
+which defines the columns and writes an undefined value as null, counted), as JSON + CSV
+and, when matplotlib is installed, a heatmap PNG.
 
 Flips: ``length`` bin b -> b + 2 if b <= 2 else b - 2; ``keywords`` -> the keywords of
 the next sampled row (cyclic); ``readability`` normal <-> high; ``focus`` high <-> low.
-Affected metrics are measured on the generated summaries (from ``--log_samples``) and
-always against the *original* row's controls, so that a change shows as a change:
-``length`` = mean generated length bin, ``keywords`` = keyword SR of the original
-keywords, ``readability`` = mean FKGL, ``focus`` = share judged empirical (only with
-``--judge``; needs a configured judge), ``quality`` = ROUGE-L against the reference.
+Each run's metrics are the benchmark's, against the controls that run requested:
+length PCC and MAD, keyword SR, ΔFKGL and, only with ``--judge`` (a configured judge
+scores the runs' focus), focus macro F1.
 
 Why in the suite's library (the command parses flags and calls
 :func:`run_change_amplitude`): it reads CCSBench records and writes mirrors in the
@@ -38,11 +39,10 @@ from typing import Any
 from custom_metrics.cells import write_csv
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
+from lm_eval_tasks.analysis.amplitude import control_ability, figure4
 from lm_eval_tasks.data.loader import seeded_sample
 from lm_eval_tasks.results import Sample, read_samples, samples_name, task_from_samples_name
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
-
-ATTRIBUTES = ("length", "keywords", "readability", "focus")
 
 
 class HarnessRunError(SuiteError, RuntimeError):
@@ -103,39 +103,16 @@ def run_harness(model: str, model_args: str, metadata: dict, lm_eval_args: Seque
     return read_samples(files[-1])
 
 
-def measure(samples: list[Sample], original: dict[str, dict], judge=None, spec=None) -> dict[str, float]:
-    """Affected metrics of one run, against the original controls (see module doc).
-
-    ``spec`` (a CCSBench ``PromptSpec``) supplies the focus judge's instruction, so the
-    measurement asks the judge what the tasks ask it.
-    """
-    from custom_metrics.ccs import fkgl, keyword_success_rate, length_bin
-    from custom_metrics.rouge import rouge_scores
-
-    preds = [s.prediction for s in samples]
-    orig = [original[s.id] for s in samples]
-    out = {"length": sum(length_bin(p) for p in preds) / len(preds),
-           "keywords": keyword_success_rate(preds, [json.loads(o["keywords"]) for o in orig]),
-           "readability": sum(fkgl(p) for p in preds) / len(preds),
-           "quality": rouge_scores(preds, [o["summary"] for o in orig])["rougeL"]}
-    if judge is not None:
-        from custom_metrics.ccs import focus_messages, judge_focus
-
-        labels, _ = judge_focus(preds, judge, messages=spec.focus_messages if spec else focus_messages)
-        got = [x for x in labels if x is not None]
-        out["focus"] = sum(x == "high" for x in got) / len(got) if got else float("nan")
-    return out
+def measure(samples: list[Sample], focus: bool) -> dict[str, float | None]:
+    """The run's controllability metrics from its logged per-document scores; focus only
+    when ``focus`` (a judge scored it)."""
+    got = control_ability([s.logged for s in samples])
+    return got if focus else {k: v for k, v in got.items() if k != "focus_macro_f1"}
 
 
-def amplitude(new: float, base: float) -> float:
-    """CA = |new - base| / |base|; NaN when base is 0 or a value is NaN."""
-    if base == 0 or any(isinstance(v, float) and math.isnan(v) for v in (new, base)):
-        return float("nan")
-    return abs(new - base) / abs(base)
-
-
-def heatmap(matrix: dict, path: Path) -> bool:
-    """The matrix as a heat map PNG; False (nothing drawn) without matplotlib."""
+def heatmap(fig4: dict, path: Path) -> bool:
+    """Figure 4 as a heat map PNG (an undefined cell blank, marked ``null``); False
+    (nothing drawn) without matplotlib."""
     try:
         import matplotlib
 
@@ -143,17 +120,17 @@ def heatmap(matrix: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    rows = list(matrix)
-    cols = list(next(iter(matrix.values())))
-    data = [[matrix[r][c] for c in cols] for r in rows]
-    fig, ax = plt.subplots(figsize=(1.4 * len(cols) + 2, 0.7 * len(rows) + 1.5))
+    cols = [f"{c['attribute']}\n({c['key']})" for c in fig4["columns"]]
+    data = [[math.nan if v is None else v for v in line] for line in fig4["cells"]]
+    fig, ax = plt.subplots(figsize=(1.6 * len(cols) + 2, 0.7 * len(data) + 1.5))
     im = ax.imshow(data, cmap="viridis")
     ax.set_xticks(range(len(cols)), cols)
-    ax.set_yticks(range(len(rows)), [f"flip {r}" for r in rows])
-    for i, row in enumerate(data):
-        for j, v in enumerate(row):
-            ax.text(j, i, "nan" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", color="w")
-    fig.colorbar(im, ax=ax, label="change amplitude")
+    ax.set_yticks(range(len(data)), [f"changed: {r}" for r in fig4["rows"]])
+    ax.set_xlabel("affected attribute (controllability metric)")
+    for i, line in enumerate(fig4["cells"]):
+        for j, v in enumerate(line):
+            ax.text(j, i, "null" if v is None else f"{v:.2f}", ha="center", va="center", color="w")
+    fig.colorbar(im, ax=ax, label="change amplitude |m_new - m| / |m|")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -166,7 +143,8 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
     """Sample ``n`` test rows (seeded), run the harness on the original mirror and on one
     flipped mirror per attribute under ``out``, write ``change_amplitude.json``/``.csv``
     (and ``.png`` with matplotlib); return the report. ``metadata`` (the task metadata,
-    ``data_dir`` included) goes to every run; ``judge``: a judge config to measure focus."""
+    ``data_dir`` included) goes to every run; ``judge``: a judge config (focus is measured
+    only with one)."""
     from lm_eval_tasks.benchmarks.ccsbench import load_records
     from lm_eval_tasks.benchmarks.ccsbench_prompts import resolve_prompt_spec
 
@@ -177,29 +155,28 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
         key = {"length": "length_bin"}.get(a, a)
         if any(r[key] in (-1, "", "[]") for r in test):
             raise AttributeNotSet(f"attribute {a!r} is not set on every sampled row of {subset!r}")
-    original = {r["id"]: r for r in test}
     task = catalog.select("ccsbench", shots=shots, variant="", subsets=(subset,))[0].name
     run_meta = {k: v for k, v in metadata.items() if k != "data_dir"}
     spec = resolve_prompt_spec(metadata, "change_amplitude")
 
-    def run(name: str, rows: list[dict]) -> dict[str, float]:
+    def run(name: str, rows: list[dict]) -> dict[str, float | None]:
         write_mirror(out / f"mirror_{name}", subset, rows, train)
         samples = run_harness(model, model_args, run_meta, lm_eval_args, out / f"mirror_{name}",
                               out / f"run_{name}", task)
-        return measure(samples, original, judge, spec)
+        return measure(samples, focus=judge is not None)
 
     base = run("original", test)
-    matrix, raw = {}, {"original": base}
-    for a in attributes:
-        m = run(a, [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)])
-        raw[f"flip_{a}"] = m
-        matrix[a] = {k: amplitude(m[k], base[k]) for k in base}
-    report = {"n": len(test), "seed": seed, "subset": subset, "task": task,
-              "prompt_source": spec.source,
-              "metrics": raw, "change_amplitude": matrix}
-    (out / "change_amplitude.json").write_text(json.dumps(report, indent=2))
-    cols = list(base)
-    write_csv(out / "change_amplitude.csv", ["changed_attribute", *cols],
-              ([a, *[row[c] for c in cols]] for a, row in matrix.items()))
-    report["png"] = heatmap(matrix, out / "change_amplitude.png") if matrix else False
+    changed = {a: run(a, [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)])
+               for a in attributes}
+    fig4 = figure4(base, changed)
+    report = {"n": len(test), "seed": seed, "subset": subset, "task": task, "prompt_source": spec.source,
+              "control_ability": {"original": base, **{f"changed_{a}": m for a, m in changed.items()}},
+              "figure4": {k: fig4[k] for k in ("rows", "columns", "cells")},
+              "change_amplitude": fig4["matrix"], "undefined": fig4["undefined"],
+              "undefined_cells": fig4["undefined_cells"]}
+    (out / "change_amplitude.json").write_text(json.dumps(report, indent=2, allow_nan=False))
+    keys = [c["key"] for c in fig4["columns"]]
+    write_csv(out / "change_amplitude.csv", ["changed_attribute", *keys],
+              ([a, *["null" if row[k] is None else row[k] for k in keys]] for a, row in fig4["matrix"].items()))
+    report["png"] = heatmap(fig4, out / "change_amplitude.png") if fig4["rows"] and keys else False
     return report

@@ -33,6 +33,15 @@ not its top-1); ``unshifted_rate``; each also over domain-vocabulary positions
 (``*_vocab``: the token begins a word of the domain vocabulary, found with the
 tokenizer's offsets). Overall = mean over documents; ``pooled`` = over all positions.
 
+The paper's protocol (settings, ``--positions``/``--samples``/``--seed`` or
+metadata > environment > default): ``token_shift_samples`` documents (default 10, the
+paper's Table 4 "calculated over 10 samples"; 0 = all) drawn with ``sample_seed`` from
+the first ``--limit`` ones, in file order, and the overall numbers are the mean over
+them; ``token_shift_positions`` = ``paper`` (default: every summary position) or
+``release`` (the release's nouns, adjectives and verbs). The result's ``config``
+records both, the drawn ``doc_ids`` and the exact ``window`` (tokens) prompt + summary
+were fitted into, with where it came from.
+
     domsum token-shift --samples out/.../samples_adapteval_pubmed_<date>.jsonl \\
         --base meta-llama/Llama-2-7b-hf --adapted-peft out/lora_pubmed \\
         --dtype bfloat16 --out shift.json --csv shift.csv
@@ -76,6 +85,7 @@ from custom_metrics.analysis.shift_models import (
     encode_prompt,
     encode_summary,
     fit_length,
+    fitting_window,
     load_model,
     load_tokenizer,
     resolve_dtype,
@@ -85,17 +95,18 @@ from custom_metrics.token_shift import (
     aggregate_shift,
     domain_word_mask,
     position_shift,
+    release_pos_mask,
     summarize_shift,
 )
-from custom_metrics.hf_models import context_length
-from lm_eval_tasks.data.loader import json_lines
+from lm_eval_tasks.data.loader import json_lines, seeded_sample
 from lm_eval_tasks.results import first_text, task_from_samples_name
+from lm_eval_tasks.settings import resolve
 
 DEFAULT_TURN_MARKER = "Proceed to summarize the following text."
 SUMMARY_SOURCES = ("generated", "filtered", "reference")
 CSV_COLUMNS = (
     "doc_id", "prompt_tokens_base", "prompt_tokens_adapted", "summary_tokens", "truncated",
-    "positions", "kl", "shift_rate", "marginal_rate", "unshifted_rate",
+    "positions_dropped", "positions", "kl", "shift_rate", "marginal_rate", "unshifted_rate",
     "positions_vocab", "kl_vocab", "shift_rate_vocab", "marginal_rate_vocab",
     "unshifted_rate_vocab",
 )
@@ -224,6 +235,10 @@ class ShiftConfig:
     max_length: int | None = None
     add_bos: bool | None = None
     trust_remote_code: bool = False
+    #: settings ``token_shift_positions``, ``token_shift_samples``, ``sample_seed`` (None: resolved)
+    positions: str | None = None
+    sample_count: int | None = None
+    seed: int | None = None
 
 
 def config_from_flags(f: dict[str, Any]) -> ShiftConfig:
@@ -257,7 +272,8 @@ def config_from_flags(f: dict[str, Any]) -> ShiftConfig:
         rebuild_zero_shot=f["rebuild_zero_shot"], turn_marker=f["turn_marker"], summary=f["summary"],
         filter=f["filter"], limit=f["limit"], dtype=f["dtype"], device=f["device"], max_length=f["max_length"],
         add_bos={"auto": None, "true": True, "false": False}[f["add_bos_token"]],
-        trust_remote_code=f["trust_remote_code"])
+        trust_remote_code=f["trust_remote_code"], positions=f.get("positions"), sample_count=f.get("sample_count"),
+        seed=f.get("seed"))
 
 
 def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
@@ -300,10 +316,12 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
         base_run = Runner(load_model(base_spec, dtype, device, cfg.trust_remote_code))
         adapted_run = Runner(load_model(adapted_spec, dtype, device, cfg.trust_remote_code))
     load_s = time.perf_counter() - t_load
-    limits = [x for x in (cfg.max_length, *(context_length(getattr(r.model, "config", None))
-                                              for r in (base_run, adapted_run))) if x]
-    max_len = min(limits) if limits else None
+    max_len, window_from = fitting_window(cfg.max_length, [(base_spec.label(), base_run),
+                                                           (adapted_spec.label(), adapted_run)])
     n_tokens = len(tok)
+    positions = str(resolve({"token_shift_positions": cfg.positions}, "token_shift_positions")).lower()
+    n_samples = resolve({"token_shift_samples": cfg.sample_count}, "token_shift_samples")
+    seed = resolve({"sample_seed": cfg.seed}, "sample_seed")
 
     base_prompts = index_prompts(cfg.base_samples, cfg.filter) if cfg.base_samples else None
     if cfg.mode == "prompt" and base_prompts is None and not cfg.rebuild_zero_shot:
@@ -318,10 +336,10 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
         writer.writeheader()
     t0 = time.perf_counter()
     try:
-        samples = iter_samples(cfg.samples, cfg.filter)
-        for i, (where, sample) in enumerate(track(samples, "token shift", total=cfg.limit, enabled=progress)):
-            if cfg.limit is not None and i >= cfg.limit:
-                break
+        samples = list(iter_samples(cfg.samples, cfg.filter))[:cfg.limit]
+        available = len(samples)
+        samples = seeded_sample(samples, n_samples or None, seed)
+        for where, sample in track(samples, "token shift", total=len(samples), enabled=progress):
             adapted_prompt = sample_prompt(sample, where)
             summary = sample_summary(sample, cfg.summary, where)
             if cfg.mode == "prompt":
@@ -341,7 +359,7 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
 
             p_base = encode_prompt(tok, base_prompt, cfg.add_bos)
             p_adapted = p_base if base_prompt == adapted_prompt else encode_prompt(tok, adapted_prompt, cfg.add_bos)
-            s_ids, offsets = encode_summary(tok, summary, need_offsets=vocab is not None)
+            s_ids, offsets = encode_summary(tok, summary, need_offsets=vocab is not None or positions == "release")
             if tok_adapted is not tok:
                 if (encode_prompt(tok_adapted, adapted_prompt, cfg.add_bos) != p_adapted
                         or encode_summary(tok_adapted, summary, False)[0] != s_ids):
@@ -349,20 +367,24 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
             p_base, s_fit, cut_b = fit_length(p_base, s_ids, max_len)
             p_adapted, _, cut_a = fit_length(p_adapted, s_ids, max_len)
             offsets = offsets[: len(s_fit)] if offsets is not None else None
+            selected, dropped = release_pos_mask(summary, offsets) if positions == "release" else (None, 0)
             if s_fit:
                 lb = base_run.summary_logits(p_base, s_fit)
                 la = adapted_run.summary_logits(p_adapted, s_fit)
                 lb, la = align_vocab(lb, la, n_tokens)
                 kl, cat, top1 = position_shift(lb, la)
-                shifted_tokens.update(top1[cat == SHIFTED].tolist())
+                counted = cat == SHIFTED
+                if selected is not None:
+                    counted &= torch.tensor(selected, dtype=torch.bool, device=cat.device)
+                shifted_tokens.update(top1[counted].tolist())
             else:
                 kl, cat = [], []
             mask = (domain_word_mask(summary, offsets, vocab) if vocab is not None and offsets is not None
                     else None)
             row = {"doc_id": sample["doc_id"], "prompt_tokens_base": len(p_base),
                    "prompt_tokens_adapted": len(p_adapted), "summary_tokens": len(s_fit),
-                   "truncated": max(cut_a, cut_b)}
-            row.update(summarize_shift(kl, cat, mask))
+                   "truncated": max(cut_a, cut_b), "positions_dropped": dropped}
+            row.update(summarize_shift(kl, cat, mask, selected))
             documents.append(row)
             if writer:
                 writer.writerow({k: csv_cell(v) for k, v in row.items()})
@@ -378,7 +400,10 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
         adapted_run.forward_passes if adapted_run is not base_run else 0)
     config = asdict(cfg)
     config.update({"resolved_device": device, "resolved_dtype": str(dtype).replace("torch.", ""),
-                   "max_length_used": max_len, "vocabulary_size": len(vocab) if vocab else None,
+                   "window": max_len, "window_from": window_from, "positions": positions,
+                   "sample_count": n_samples, "seed": seed, "documents_available": available,
+                   "doc_ids": [d["doc_id"] for d in documents],
+                   "vocabulary_size": len(vocab) if vocab else None,
                    "base_label": base_spec.label() + (" [zero-shot prompt]" if cfg.mode == "prompt" else ""),
                    "adapted_label": adapted_spec.label() + (" [samples prompt]" if cfg.mode == "prompt" else "")})
     return {
@@ -401,7 +426,6 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     from custom_metrics.dvo import VocabularyNotFoundError, build_command, load_vocabulary
     from lm_eval_tasks.catalog import lookup
     from lm_eval_tasks.data.vocab import domain_vocabulary_path
-    from lm_eval_tasks.settings import resolve
 
     task = task or task_from_samples_name(samples)
     if not task:
@@ -458,9 +482,10 @@ def _fmt(x: Any) -> str:
 def format_summary(result: dict[str, Any]) -> str:
     """The console summary: the two settings, the counts and the four statistics overall
     and at domain-vocabulary positions."""
-    o = result["overall"]
-    lines = [f"{result['config']['base_label']}  ->  {result['config']['adapted_label']}",
-             f"{o['documents']} documents, {o['positions']} summary positions "
+    o, c = result["overall"], result["config"]
+    lines = [f"{c['base_label']}  ->  {c['adapted_label']}",
+             f"{o['documents']} of {c['documents_available']} documents (seed {c['seed']}), "
+             f"{o['positions']} {c['positions']} summary positions "
              f"({o['positions_vocab']} at domain words), {o['forward_passes']} forward passes, "
              f"{o['seconds']:.1f} s",
              f"{'':14}{'KL (nats)':>10}{'shift %':>10}{'marginal %':>12}{'unshifted %':>13}"]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks import catalog
+from lm_eval_tasks.analysis.amplitude import ATTRIBUTES
 from lm_eval_tasks.analysis.change_amplitude import (
-    ATTRIBUTES,
     AttributeNotSet,
     HarnessRunError,
     run_change_amplitude,

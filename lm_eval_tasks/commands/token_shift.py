@@ -49,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="which summary to read: the generation (resps, default), after filters, or the reference")
     g.add_argument("--filter", help="use the sample lines of this filter (default: the first per doc_id)")
     g.add_argument("--limit", type=int, help="only the first N documents")
+    g.add_argument("--n-samples", dest="sample_count", type=int,
+                   help="documents drawn from them and averaged (setting token_shift_samples; default 10, "
+                        "the paper's Table 4; 0 = all)")
+    g.add_argument("--seed", type=int, help="seed of the draw (setting sample_seed; default 42)")
+    g.add_argument("--positions", choices=("paper", "release"),
+                   help="positions scored (setting token_shift_positions): paper = every summary position "
+                        "(default), release = the release's nouns, adjectives and verbs")
     g.add_argument("--vocabulary", "--vocab", dest="vocabulary",
                    help="domain vocabulary file (default: the task's, see --task)")
     g.add_argument("--task", help="task name for the vocabulary (default: from the samples file name)")

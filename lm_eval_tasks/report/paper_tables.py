@@ -9,6 +9,10 @@
   spans both).
 * ``<benchmark>_paper_vs_run``: every run whose model, shots and task are the paper's,
   beside the paper's value for that cell, and the difference (this run − paper).
+* ``ccsbench_figure4``: CCSBench Figure 4 (change amplitude), one per
+  ``change_amplitude.json`` that ``domsum change-amplitude`` wrote into a folder given to
+  the report: a row per changed attribute, a column per affected controllability metric,
+  ``null`` where the formula is undefined (counted in the caption, each reason in a note).
 
 Why a second table beside the long ``<benchmark>_settings`` table: the paper's layout is
 what a researcher holds their results against; the long table keeps the intervals and
@@ -18,15 +22,19 @@ are listed there, once).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
 from lm_eval_tasks.report import published
+from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.runs import Run
 from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
 from lm_eval_tasks.report.verdicts import p_text
+from lm_eval_tasks.results import ResultsError, parse_folder_spec
 
 #: the suite's keys in DomainSum Table 2's two columns per domain (the paper's text defines
 #: its "ROUGE" as the geometric mean of ROUGE-1/2/L)
@@ -196,6 +204,36 @@ def _published(paper: published.Published, model: str, subset: str | None, metri
     return []
 
 
+AMPLITUDE_FILE = "change_amplitude.json"
+
+
+def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
+    """CCSBench Figure 4's layout of each ``change_amplitude.json`` directly in ``folders``."""
+    files = [f / AMPLITUDE_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
+    out = []
+    for i, path in enumerate(f for f in files if f.is_file()):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            fig = data["figure4"]
+            rows, columns, cells = fig["rows"], fig["columns"], fig["cells"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ResultsError(f"{path}: not a change-amplitude result ({exc})") from None
+        header = ["Changed attribute"] + [f"{c['attribute']}: {display_name(c['key'])}" for c in columns]
+        body = [[row] + ["null" if v is None else f"{v:.3f}" for v in line] for row, line in zip(rows, cells)]
+        notes = [f"null: changed {u['changed']}, affected {u['key']}: {u['reason']}"
+                 for u in data.get("undefined_cells", [])]
+        out.append(Table(f"ccsbench_figure4{'_' + str(i + 1) if i else ''}",
+                         f"CCSBench Figure 4 layout: change amplitude, {data.get('task', 'ccsbench')}",
+                         header, body, notes=notes, caption=(
+                             "CA = |m_new − m| / |m| (CCSBench Section 6): m is a controllability metric of the "
+                             "original run, m_new of the run in which only the row's attribute was changed, each "
+                             "refolded from the run's per-document scores; rows: the attribute changed, columns: "
+                             f"the attribute affected. n = {data.get('n')} documents (seed {data.get('seed')}); "
+                             f"{counted(int(data.get('undefined', 0)), 'undefined cell')} written null (m = 0 or "
+                             f"m / m_new undefined), never 0. Source: {path}.")))
+    return out
+
+
 #: the page's definitions of the words these tables head columns with
 TERMS = [("Source", "this run: the user's system scored from its logged samples; otherwise the paper, table and "
                     "row a published number is printed in (lm_eval_tasks/report/published/<benchmark>.json)"),
@@ -206,7 +244,10 @@ TERMS = [("Source", "this run: the user's system scored from its logged samples;
          ("† / ‡", "the best zero-shot / two-shot score of the column, within this run's rows and within the "
                    "published rows separately"),
          ("This run − paper", "the run's score minus the paper's published number for the same model, task and "
-                              "setting, in the paper's units")]
+                              "setting, in the paper's units"),
+         ("Changed attribute", "CCSBench Figure 4's row: the control flipped in every sampled document; each "
+                               "column is |m_new − m| / |m| of an affected controllability metric, null where "
+                               "m = 0 or a value is undefined")]
 
 
 def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
@@ -214,12 +255,14 @@ def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
     names = [t.name for t in tables]
     layout = any(n.startswith("domainsum_table2_") for n in names)
     versus = any(n.endswith("_paper_vs_run") for n in names)
-    return [t for i, t in enumerate(TERMS) if (layout and i < 4) or (versus and i in (0, 4))]
+    amplitude = any(n.startswith("ccsbench_figure4") for n in names)
+    return [t for i, t in enumerate(TERMS) if (layout and i < 4) or (versus and i in (0, 4)) or (amplitude and i == 5)]
 
 
-def paper_tables(builder: Builder, tables: Sequence[Table]) -> list[Table]:
+def paper_tables(builder: Builder, tables: Sequence[Table], folders: Sequence[str] = ()) -> list[Table]:
     """``tables`` (:meth:`Builder.all`) with the papers' layouts first and each benchmark's
-    paper-vs-run table after its zero- vs few-shot table (or at its benchmark's end)."""
+    paper-vs-run table after its zero- vs few-shot table (or at its benchmark's end); the
+    CCSBench Figure 4 tables of ``folders`` last."""
     first = domainsum_table2(builder) if "domainsum" in builder.runs.benchmarks() else []
     out = list(first) + list(tables)
     for benchmark in builder.runs.benchmarks():
@@ -229,7 +272,8 @@ def paper_tables(builder: Builder, tables: Sequence[Table]) -> list[Table]:
         names = [t.name for t in out]
         anchor = next((n for n in (f"{benchmark}_settings", f"{benchmark}_scores") if n in names), None)
         out.insert(names.index(anchor) + 1 if anchor else len(out), extra)
-    return out
+    return out + ccsbench_figure4(folders)
 
 
-__all__ = ["DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "terms", "domainsum_table2", "paper_tables", "paper_vs_run"]
+__all__ = ["AMPLITUDE_FILE", "DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "terms", "domainsum_table2",
+           "paper_tables", "paper_vs_run"]

@@ -98,7 +98,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     from custom_metrics.progress import bar
 
     steps = bar(3, "report", unit="step", enabled=None if progress else False, leave=False)
-    tables = paper_tables(builder, builder.all())
+    tables = paper_tables(builder, builder.all(), folders)
     steps.update(1)
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)

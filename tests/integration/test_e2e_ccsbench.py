@@ -6,6 +6,8 @@ import math
 import pytest
 
 from conftest import run_lm_eval, sample_files, subprocess_env
+from lm_eval_tasks.analysis.amplitude import amplitude, control_ability
+from lm_eval_tasks.results import read_samples
 from helpers.e2e_ccsbench import C4, INSTRUCTION_PART, split_system, write_prompt_file
 
 
@@ -91,12 +93,23 @@ def test_change_amplitude_cli(tmp_path, tiny_causal_lm, fixture_data_dir):
          "--out-dir", str(tmp_path), "--", "--gen_kwargs", "max_gen_toks=12"],
         cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rep = json.loads((tmp_path / "change_amplitude.json").read_text())
-    assert set(rep["change_amplitude"]) == {"length", "readability"}
-    assert set(rep["change_amplitude"]["length"]) == {"length", "keywords", "readability", "quality"}
-    for row in rep["change_amplitude"].values():
-        assert all(math.isnan(v) or v >= 0 for v in row.values())
-    assert (tmp_path / "change_amplitude.csv").read_text().startswith("changed_attribute,")
+    rep = json.loads((tmp_path / "change_amplitude.json").read_text())  # strict JSON: null, never NaN
+    assert rep["figure4"]["rows"] == ["length", "readability"]
+    keys = [c["key"] for c in rep["figure4"]["columns"]]
+    assert keys == ["length_pcc", "length_mad", "keyword_sr", "delta_fkgl"]  # no judge: no focus column
+    # every cell recomputed from the runs' logged per-document scores
+    runs = {"original": tmp_path / "run_original", "length": tmp_path / "run_length",
+            "readability": tmp_path / "run_readability"}
+    ability = {name: control_ability([s.logged for s in read_samples(sample_files(d, "ccsbench_compositional")[0])])
+               for name, d in runs.items()}
+    nulls = 0
+    for row, line in zip(rep["figure4"]["rows"], rep["figure4"]["cells"]):
+        for key, cell in zip(keys, line):
+            want, _ = amplitude(ability[row].get(key), ability["original"][key])
+            nulls += want is None
+            assert cell == (None if want is None else pytest.approx(want))
+    assert rep["undefined"] == nulls == len(rep["undefined_cells"])
+    assert (tmp_path / "change_amplitude.csv").read_text().startswith("changed_attribute,length_pcc,")
     # prompts of the flipped run really carry the flipped control
     flipped = sample_files(tmp_path / "run_length", "ccsbench_compositional")
     doc = json.loads(flipped[0].read_text().splitlines()[0])["doc"]

@@ -212,3 +212,73 @@ def test_cli_outputs_and_vocab_resolution(work, base_dir, noisy_dir, samples_2sh
         main(["--samples", str(samples_2shot), "--mode", "prompt", "--model", str(base_dir), "--no-vocab"])
     with pytest.raises(SystemExit):
         main(["--samples", str(samples_2shot), "--no-vocab"])
+
+
+# --------------------------------------------------------------------------- the paper's protocol
+
+
+@pytest.fixture(scope="module")
+def samples_12(work) -> Path:
+    """Twelve documents, so that the paper's 10-sample draw leaves two out."""
+    path = work / "samples_adapteval_pubmed_2shot_2025-02-03T04-05-06.000000.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(12):
+            doc, gen = DOCS[i % 2]
+            fh.write(json.dumps(_sample(i, two_shot(f"{doc} Case {i}."), doc, f"{gen} Case {i} of twelve.")) + "\n")
+    return path
+
+
+def test_ten_sample_mean_is_the_mean_of_the_ten(work, base_dir, noisy_dir, samples_12):
+    import random
+
+    res = compute_shift(cfg(samples_12, base_dir, noisy_dir, sample_count=10, seed=7), VOCAB)
+    drawn = sorted(random.Random(7).sample(range(12), 10))  # the draw, recomputed
+    assert res["config"]["doc_ids"] == drawn and res["config"]["documents_available"] == 12
+    assert res["overall"]["documents"] == 10 and res["config"]["sample_count"] == 10
+    # each drawn document scored again on its own (a one-document file, every document kept)
+    lines = samples_12.read_text(encoding="utf-8").splitlines()
+    alone = []
+    for i in drawn:
+        one = work / f"samples_adapteval_pubmed_2shot_2025-02-04T04-05-06.{i:06d}.jsonl"
+        one.write_text(lines[i] + "\n", encoding="utf-8")
+        alone.append(compute_shift(cfg(one, base_dir, noisy_dir, sample_count=0), VOCAB)["documents"][0])
+    for key in ("kl", "shift_rate", "kl_vocab", "shift_rate_vocab"):
+        assert res["overall"][key] == pytest.approx(sum(d[key] for d in alone) / 10, rel=1e-5)
+        assert res["overall"][key] == pytest.approx(sum(d[key] for d in res["documents"]) / 10)
+    # 0 = every document
+    assert compute_shift(cfg(samples_12, base_dir, noisy_dir, sample_count=0), None)["overall"]["documents"] == 12
+
+
+def test_window_recorded_is_the_one_used(base_dir, noisy_dir, samples_2shot):
+    from transformers import AutoConfig
+
+    res = compute_shift(cfg(samples_2shot, base_dir, noisy_dir), None)
+    n_positions = AutoConfig.from_pretrained(base_dir).n_positions
+    assert (res["config"]["window"], res["config"]["window_from"]) == (n_positions, f"context length of {base_dir}")
+    longest = max(d["prompt_tokens_base"] + d["summary_tokens"] for d in res["documents"])
+    window = longest - 5  # cuts the longest document's prompt
+    cut = compute_shift(cfg(samples_2shot, base_dir, noisy_dir, max_length=window), None)
+    assert (cut["config"]["window"], cut["config"]["window_from"]) == (window, "--max-length")
+    sizes = [d["prompt_tokens_base"] + d["summary_tokens"] for d in cut["documents"]]
+    assert max(sizes) == window and all(s <= window for s in sizes)
+    assert max(d["truncated"] for d in cut["documents"]) == 5
+
+
+def test_release_positions_with_a_real_tokenizer(monkeypatch, base_dir, noisy_dir, samples_2shot):
+    import nltk
+
+    from custom_metrics.token_shift import release_pos_mask
+
+    # NLTK's tagger data is a download: a rule tagger stands in (every word a noun)
+    monkeypatch.setattr(nltk, "pos_tag", lambda toks: [(t, "NN" if t.isalpha() else ".") for t in toks])
+    paper = compute_shift(cfg(samples_2shot, base_dir, noisy_dir), VOCAB)
+    release = compute_shift(cfg(samples_2shot, base_dir, noisy_dir, positions="release"), VOCAB)
+    assert release["config"]["positions"] == "release" and paper["config"]["positions"] == "paper"
+    tok = load_tokenizer(ModelSpec(str(base_dir)))
+    for (doc_id, (_, gen)), p, r in zip(enumerate(DOCS), paper["documents"], release["documents"]):
+        _, offsets = encode_summary(tok, gen, need_offsets=True)
+        mask, dropped = release_pos_mask(gen, offsets)
+        assert r["positions"] == sum(mask) and r["positions_dropped"] == dropped
+        assert p["positions_vocab"] == r["positions_vocab"]  # the vocabulary positions do not change
+        if r["positions"]:
+            assert r["positions"] < p["positions"]  # continuation pieces are never word beginnings

@@ -159,3 +159,78 @@ def test_word_spans_map_nltk_quote_tokens_back_to_the_text():
     assert [t for t, _, _ in spans][:3] == ["he", "said", "``"]
     assert [text[a:b] for _, a, b in spans] == ["He", "said", '"', "stop", "now", '"', "and", "``", "left", "''",
                                                 "today", "."]
+
+
+# --------------------------------------------------------------------------- the release's POS positions
+
+TAGS = {"The": "DT", "protein": "NN", "binds": "VBZ", "receptors": "NNS", "quickly": "RB", ".": ".",
+        "Proteins": "NNS", "bind": "VBP", "A": "DT", "(": "(", "big": "JJ", ")": ")", "cat": "NN"}
+
+
+def tagger(tokens):
+    """A fixed tag table standing in for NLTK's perceptron tagger (whose data is a download)."""
+    return [(t, TAGS[t]) for t in tokens]
+
+
+def test_release_pos_indices_by_hand():
+    from custom_metrics.token_shift import release_pos_word_indices
+
+    # NLTK tokens The/DT protein/NN binds/VBZ receptors/NNS quickly/RB ./. ; the release's
+    # order is nouns (1, 3), adjectives (none), verbs (2), each index minus one
+    assert release_pos_word_indices("The protein binds receptors quickly.", tagger) == [0, 2, 1]
+    # the first token a noun: index -1; verbs after nouns
+    assert release_pos_word_indices("Proteins bind .", tagger) == [-1, 0]
+
+
+def test_release_pos_mask_by_hand():
+    from custom_metrics.token_shift import release_pos_mask
+
+    text = "The protein binds receptors quickly."
+    # model tokens: "The", " protein", " binds", " rec", "eptors", " quickly", "."
+    offsets = [(0, 3), (3, 11), (11, 17), (17, 20), (20, 27), (27, 35), (35, 36)]
+    # words 0, 2, 1 (The, binds, protein) -> the tokens that begin them
+    assert release_pos_mask(text, offsets, tagger) == ([True, True, True, False, False, False, False], 0)
+    # -1 is the last whitespace word ("."), as the release's words[:-1] prefix predicts it
+    assert release_pos_mask("Proteins bind .", [(0, 8), (8, 13), (13, 15)], tagger) == ([True, False, True], 0)
+    # NLTK splits "(big)" and "cat." into more tokens than whitespace words: the noun "cat"
+    # (token 4) gives word 3, past the 3 words "A", "(big)", "cat.": dropped and counted
+    mask, dropped = release_pos_mask("A (big) cat.", [(0, 1), (1, 3), (3, 6), (6, 7), (7, 11), (11, 12)], tagger)
+    assert (mask, dropped) == ([False, True, False, False, False, False], 1)
+
+
+def test_summary_over_selected_positions_by_hand():
+    kl, cat = [0.1, 0.2, 0.3, 0.4], [UNSHIFTED, SHIFTED, MARGINAL, SHIFTED]
+    out = summarize_shift(kl, cat, vocab_mask=[False, True, False, False], selected=[True, False, True, True])
+    assert out["positions"] == 3 and out["kl"] == pytest.approx((0.1 + 0.3 + 0.4) / 3)
+    assert (out["shift_rate"], out["marginal_rate"], out["unshifted_rate"]) == pytest.approx((100 / 3,) * 3)
+    # the vocabulary positions are not narrowed by the selection
+    assert (out["positions_vocab"], out["kl_vocab"], out["shift_rate_vocab"]) == (1, 0.2, 100.0)
+    with pytest.raises(ValueError, match="selected has 2 entries for 4 positions"):
+        summarize_shift(kl, cat, selected=[True, False])
+
+
+def test_missing_tagger_data_is_one_suite_error(monkeypatch):
+    import nltk
+
+    from custom_metrics.errors import SuiteError
+    from custom_metrics.token_shift import release_pos_word_indices
+
+    def no_data(tokens):
+        raise LookupError("Resource averaged_perceptron_tagger_eng not found.")
+
+    monkeypatch.setattr(nltk, "pos_tag", no_data)
+    with pytest.raises(SuiteError, match="nltk.downloader averaged_perceptron_tagger_eng"):
+        release_pos_word_indices("The protein binds.")
+
+
+def test_protocol_settings_default_to_the_paper(monkeypatch):
+    from lm_eval_tasks.settings import SettingError, resolve
+
+    monkeypatch.delenv("DOMSUM_TOKEN_SHIFT_POSITIONS", raising=False)
+    monkeypatch.delenv("DOMSUM_TOKEN_SHIFT_SAMPLES", raising=False)
+    assert resolve({}, "token_shift_positions") == "paper" and resolve({}, "token_shift_samples") == 10
+    monkeypatch.setenv("DOMSUM_TOKEN_SHIFT_POSITIONS", "release")
+    assert resolve({}, "token_shift_positions") == "release"
+    assert resolve({"token_shift_positions": "paper"}, "token_shift_positions") == "paper"  # flag/metadata first
+    with pytest.raises(SettingError, match="token_shift_samples.*>= 0"):
+        resolve({"token_shift_samples": -1}, "token_shift_samples")
