@@ -17,11 +17,7 @@ from pathlib import Path
 from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.amplitude import ATTRIBUTES
-from lm_eval_tasks.analysis.change_amplitude import (
-    AttributeNotSet,
-    HarnessRunError,
-    run_change_amplitude,
-)
+from lm_eval_tasks.analysis.change_amplitude import AttributeNotSet, HarnessRunError, run_change_amplitude
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config
 
