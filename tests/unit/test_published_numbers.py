@@ -74,7 +74,7 @@ def test_every_file_keeps_the_schema():
         for v in paper.values:
             assert v.get("subset") is None or v["subset"] in subsets, v
         cited = {(v["table"], v["row"], v["column"], v["setting"]) for v in paper.values}
-        assert len(cited) == len(paper.values), f"{benchmark}: two values share one citation"
+        assert len(cited) == len(paper.values), f"{name}: two values share one citation"
 
 
 def test_metric_keys_are_suite_keys():
