@@ -104,6 +104,8 @@ def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str], verdi
             parts.append(t.caption + "\n")
         parts.append(markdown_table(t.header, t.rows))
         parts += [f"- {n}" for n in t.notes]
+        if t.citation:
+            parts += ["", f"Citation: {t.citation}"]
         found = (verdicts or {}).get(t.name, [])
         if found:
             parts += ["", "Verdicts:", ""] + [f"{i}. {v.sentence()}" for i, v in found]
@@ -138,6 +140,7 @@ def table_html(t: Table, verdicts: Sequence[tuple[int, Verdict]] = ()) -> str:
             + (f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else "")
             + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
             + (f'<ul class="notes">{notes}</ul>' if notes else "")
+            + (f'<p class="caption cite">Citation: {html.escape(t.citation)}</p>' if t.citation else "")
             + (f'<p class="caption">Verdicts:</p><ol class="verdicts">{said}</ol>' if said else ""))
 
 

@@ -7,12 +7,17 @@
   (:mod:`~lm_eval_tasks.report.published`), marked and cited as such and with their own
   best marks: a published number is never pooled with the user's (no best, mean or test
   spans both).
+* the other papers' layouts (AdaptEval Table 3, CCSBench Tables 4 and 5): declared as
+  data and built by :mod:`~lm_eval_tasks.report.paper_layouts`.
 * ``<benchmark>_paper_vs_run``: every run whose model, shots and task are the paper's,
   beside the paper's value for that cell, and the difference (this run − paper).
 * ``ccsbench_figure4``: CCSBench Figure 4 (change amplitude), one per
   ``change_amplitude.json`` that ``domsum change-amplitude`` wrote into a folder given to
   the report: a row per changed attribute, a column per affected controllability metric,
   ``null`` where the formula is undefined (counted in the caption, each reason in a note).
+
+Each benchmark's citation (its record's) is set once, on the first of its tables
+(:func:`cite`).
 
 Why a second table beside the long ``<benchmark>_settings`` table: the paper's layout is
 what a researcher holds their results against; the long table keeps the intervals and
@@ -25,12 +30,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
 from lm_eval_tasks.report import published
 from lm_eval_tasks.report.formats import counted
+from lm_eval_tasks.report.paper_layouts import LAYOUTS, paper_layouts, published_caption, published_source
 from lm_eval_tasks.report.runs import Run
 from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
 from lm_eval_tasks.report.verdicts import p_text
@@ -108,7 +114,7 @@ def domainsum_table2(builder: Builder) -> list[Table]:
             if any(c[0] is not None for c in found):
                 theirs.append(found)
                 names.append(model)
-        rows += [[f"{m} (published)", f"{paper.paper} Table 2, row {m}"] + cells
+        rows += [[f"{m} (published)", published_source(paper, {"table": "Table 2", "row": m})] + cells
                  for m, cells in zip(names, _mark(theirs))]
         out.append(Table(f"domainsum_table2_{level}",
                          f"DomainSum Table 2 layout, {level} shift: 0-shot and 2-shot per domain",
@@ -138,10 +144,8 @@ def _paper_cell(paper: published.Published, model: str, subset: str, key: str) -
 
 
 def table2_caption(paper: published.Published | None) -> str:
-    where = (f" Rows marked (published): {paper.paper}'s Table 2 as printed ({paper.citation}; data file "
-             f"lm_eval_tasks/report/published/{paper.path.name}), not recomputed and never pooled with this "
-             "run's systems; † and ‡ mark the best within the published rows and within this run's rows "
-             "separately." if paper else "")
+    where = (published_caption(paper, "Table 2") + " † and ‡ mark the best within the published rows and within "
+             "this run's rows separately." if paper else "")
     return ("Cell: the 0-shot score, in parentheses the 2-shot score minus the 0-shot score and, for this run's "
             "systems, its p (the paired test of the zero- vs few-shot table, where the interval, the shared "
             "document count and the verdict of each difference are); scores x100. † best 0-shot, ‡ best 2-shot "
@@ -253,27 +257,42 @@ TERMS = [("Source", "this run: the user's system scored from its logged samples;
 def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
     """The :data:`TERMS` the report's tables use (for the page's definitions)."""
     names = [t.name for t in tables]
-    layout = any(n.startswith("domainsum_table2_") for n in names)
+    table2 = any(n.startswith("domainsum_table2_") for n in names)
+    layout = table2 or any(n == lay.name for lay in LAYOUTS for n in names)
     versus = any(n.endswith("_paper_vs_run") for n in names)
     amplitude = any(n.startswith("ccsbench_figure4") for n in names)
-    return [t for i, t in enumerate(TERMS) if (layout and i < 4) or (versus and i in (0, 4)) or (amplitude and i == 5)]
+    return [t for i, t in enumerate(TERMS)
+            if (table2 and i < 4) or (layout and i < 2) or (versus and i in (0, 4)) or (amplitude and i == 5)]
 
 
 def paper_tables(builder: Builder, tables: Sequence[Table], folders: Sequence[str] = ()) -> list[Table]:
-    """``tables`` (:meth:`Builder.all`) with the papers' layouts first and each benchmark's
-    paper-vs-run table after its zero- vs few-shot table (or at its benchmark's end); the
-    CCSBench Figure 4 tables of ``folders`` last."""
-    first = domainsum_table2(builder) if "domainsum" in builder.runs.benchmarks() else []
-    out = list(first) + list(tables)
-    for benchmark in builder.runs.benchmarks():
+    """``tables`` (:meth:`Builder.all`) with the papers' layouts first (DomainSum Table 2, then
+    each benchmark's declared layouts, :mod:`.paper_layouts`), each benchmark's paper-vs-run
+    table after its zero- vs few-shot table (or at its benchmark's end), the CCSBench
+    Figure 4 tables of ``folders`` last, and each benchmark's citation under its first table."""
+    benchmarks = builder.runs.benchmarks()
+    first = domainsum_table2(builder) if "domainsum" in benchmarks else []
+    out = list(first) + [t for b in benchmarks for t in paper_layouts(builder, b)] + list(tables)
+    for benchmark in benchmarks:
         extra = paper_vs_run(builder, benchmark)
         if extra is None:
             continue
         names = [t.name for t in out]
         anchor = next((n for n in (f"{benchmark}_settings", f"{benchmark}_scores") if n in names), None)
         out.insert(names.index(anchor) + 1 if anchor else len(out), extra)
-    return out + ccsbench_figure4(folders)
+    return cite(out + ccsbench_figure4(folders), benchmarks)
 
 
-__all__ = ["AMPLITUDE_FILE", "DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "terms", "domainsum_table2",
-           "paper_tables", "paper_vs_run"]
+def cite(tables: list[Table], benchmarks: Sequence[str]) -> list[Table]:
+    """Each benchmark's citation (its record's ``citation``) once, under the first of its tables
+    (named ``<benchmark>_...``): the page says whose benchmark each number comes from."""
+    for benchmark in benchmarks:
+        record = ALL_RECORDS.get(benchmark)
+        mine = next((t for t in tables if t.name.startswith(f"{benchmark}_")), None)
+        if record is not None and record.citation and mine is not None:
+            mine.citation = record.citation
+    return tables
+
+
+__all__ = ["AMPLITUDE_FILE", "DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
+           "domainsum_table2", "paper_tables", "paper_vs_run"]

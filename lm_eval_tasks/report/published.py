@@ -8,7 +8,9 @@ paper's text.
 
 A file's fields:
 
-* ``paper``, ``title``, ``citation``, ``benchmark`` (the suite's benchmark name);
+* ``paper``, ``title``, ``citation``, ``benchmark`` (the suite's benchmark name; null for
+  a paper whose numbers are a meta-evaluation on its own data, as the Facet-aware Metric
+  paper's FD benchmark, which ``domsum meta-eval`` reads rather than a harness task);
 * ``tables``: table name -> what the paper's caption says the table shows;
 * ``models``: the paper's row name of a model -> the model ids it names (Hugging Face
   ids or API model names; empty where the paper names none), so a user's run of the
@@ -21,9 +23,9 @@ A file's fields:
   ``2-shot``, ``2-shot minus 0-shot`` (a published difference), ``fine-tuned``, ...),
   ``model`` (a ``models`` name) and ``subset`` (the suite's subset) where they apply,
   ``block`` (the table's row group) and further fields of the table (``level``,
-  ``measure``, ``significant``, ``training_instances``);
-* ``unreadable``: the cells whose value the paper's text does not give unambiguously
-  (left out, never guessed).
+  ``measure``, ``significant``, ``training_instances``, ``rank``, ``id``, ...);
+* ``unreadable``: the cells (or whole tables and figures) whose value the paper's text
+  does not give unambiguously (left out, never guessed), each with the reason.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Published:
     paper: str
     title: str
     citation: str
-    benchmark: str
+    benchmark: str | None
     tables: dict[str, str]
     models: dict[str, list[str]]
     metrics: dict[str, dict[str, Any]]

@@ -12,8 +12,8 @@
 * ``<benchmark>_cross_domain_<key>``: DomainSum Table 6 — rows the domain a system was
   fine-tuned on, columns the domain evaluated, one matrix per base model and key; every
   evaluated cell is kept, nothing is invented.
-* ``adapteval_table3``: AdaptEval Table 3 — per model and setting, BERTScore, DVO and
-  ROUGE per domain.
+* the papers' own layouts (AdaptEval Table 3, CCSBench Tables 4 and 5, with the
+  published rows): :mod:`~lm_eval_tasks.report.paper_layouts`.
 * ``significance``: every pair of runs on the same documents, per headline key.
 
 Every comparison is on the documents both runs logged: the scores beside a difference
@@ -58,6 +58,8 @@ class Table:
     rows: list[list[str]]
     caption: str = ""
     notes: list[str] = field(default_factory=list)
+    #: the benchmark's citation, shown once under the first of its tables
+    citation: str = ""
 
 
 @dataclass
@@ -317,28 +319,6 @@ class Builder:
                                  "domain evaluated; the diagonal is in-domain; — = not evaluated."))
         return out
 
-    def adapteval_table3(self) -> Table | None:
-        runs = self.runs.of("adapteval")
-        runs = [r for r in runs if not r.spec.variant]
-        if not runs:
-            return None
-        domains = subsets_of(runs, "adapteval")
-        keys = [(k, n) for k, n in self.headline("adapteval") if k in ("bertscore_f1", "dvo", "rouge_geo")]
-        header = ["System", "Setting"] + [f"{d} {n}" for d in domains for _, n in keys]
-        rows = []
-        for (label, fine, shots) in sorted({(r.system.label, r.system.fine_tuned, r.shots) for r in runs}):
-            system = next(r.system for r in runs if r.system.label == label)
-            setting = "fine-tuned" if fine else f"{shots}-shot"
-            row = [label, setting]
-            for d in domains:
-                run = self.runs.find(system, "adapteval", d, shots)
-                row += [self.number(self.est(run, k).value, k) if run and k in run.values else "n/a"
-                        for k, _ in keys]
-            rows.append(row)
-        return Table("adapteval_table3", "AdaptEval: BERTScore, DVO and ROUGE per domain and setting "
-                     "(Table 3 layout)", header, rows,
-                     caption="BERTScore F1 and ROUGE (geometric mean of ROUGE-1/2/L) x100; DVO in %.")
-
     def significance(self) -> Table | None:
         header = ["Benchmark", "Subset", "Key", "A", "B", "A score", "B score", "A − B", "p", "n shared",
                   "n A", "n B"]
@@ -385,8 +365,6 @@ class Builder:
             tables.append(self.settings(b))
             tables.append(self.finetuned(b))
             tables.extend(self.cross_domain(b))
-            if b == "adapteval":
-                tables.append(self.adapteval_table3())
             tables.append(self.scores(b))
         tables.append(self.significance())
         return [t for t in tables if t is not None]

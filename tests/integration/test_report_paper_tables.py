@@ -137,3 +137,19 @@ def test_published_numbers_are_never_compared(report_out):
     html = (report_out / "report" / "report.html").read_text(encoding="utf-8")
     assert html.index('id="domainsum_table2_genre"') < html.index('id="domainsum_settings"')
     assert "This run − paper" in html and "<dt>(published)</dt>" in html
+
+
+def test_the_benchmarks_citation_is_on_the_page_once(report_out):
+    """The record's citation, under the benchmark's first table, in the page and the markdown."""
+    from html import escape
+
+    from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+
+    citation = escape(ALL_RECORDS["domainsum"].citation)  # "Yuan & Zhang": escaped in the page
+    html = (report_out / "report" / "report.html").read_text(encoding="utf-8")
+    md = (report_out / "report" / "report.md").read_text(encoding="utf-8")
+    assert html.count(f'<p class="caption cite">Citation: {citation}</p>') == 1
+    assert md.count(f"Citation: {ALL_RECORDS['domainsum'].citation}") == 1
+    # under the first DomainSum table (Table 2's genre layout), before the next table's heading
+    first = html.index('id="domainsum_table2_genre"')
+    assert first < html.index(f"Citation: {citation}") < html.index('id="domainsum_table2_topic"')

@@ -1,9 +1,10 @@
 """The papers' published numbers (lm_eval_tasks/report/published/*.json): schema, counts and values.
 
 The quoted lines below are copied verbatim from the papers' plain text (DomainSum Tables
-2-4, AdaptEval Tables 3 and 5); each is split here into its cells and every cell is
-looked up in the data file by its table, row and column, so a shifted column or a
-mistyped digit in the transcription fails.
+2-4, AdaptEval Tables 3 and 5, medqsum Tables 3 and 5, CCSBench Tables 1, 2, 4, 5 and 7,
+the Facet-aware Metric paper's Tables 2-4); each is split here into its cells and every
+cell is looked up in the data file by its table, row and column, so a shifted column or
+a mistyped digit in the transcription fails.
 """
 
 from __future__ import annotations
@@ -28,19 +29,52 @@ ADAPTEVAL_T3 = ("Llama2 70b", "Zero-shot Setting", "0.842 35.50 24.59 0.837 35.2
 ADAPTEVAL_T5 = ("PEGASUS-X", "3.88 2.8 4.40 2.88 2.0 3.72 2.40 2.0 2.72")
 MEDQSUM_T3 = "BS-RoBERTa\t19.89\t18.77\t20.89\t22.24\t10.59\t13.24"
 MEDQSUM_T5 = "BLANC-tune\t5.80\t8.50\t7.19\t7.21\t-10.29\t-10.41"
+#: CCSBench Table 4's columns after ID, Method and Arch (the Readability Δ heading is lost in the text)
+CCS_T4_COLUMNS = ("Quality ROUGE-L", "Length PCC", "Length MAD", "Keywords SR", "Readability Fnormal",
+                  "Readability Fhigh", "Readability Δ", "Focus F1")
+CCS_T4 = ["| A6 | GPT-4 | DO | 19.26 | 0.84 | 0.66 | 0.99 | 19.12 | 16.99 | 2.13 | 0.71 |",
+          "| A9 | GPT-3.5 | DO | 19.05 | 0.54 | 0.41 | 0.77 | 16.07 | 16.17 | -0.10 | 0.54 |",
+          "| B1 | Flan-T5-XL | ED | 22.22 | 0.49 | 0.55 | 0.78 | 13.11 | 9.37 | 3.59 | 0.70 |",
+          "| D2 | Flan-T5-XL-AdapterFusion | ED | 17.65 | 0.04 | 1.40 | 0.65 | 14.31 | 14.49 | 0.18 | 0.41 |"]
+CCS_T1 = "| Compositional | 2,400 / 1,590 | 800 / 655 | 758 / 364 |"
+CCS_T2 = "| Focus | 0.91 | 0.93 | 0.93 | 51.25 | 34.23 | 41.41 |"
+CCS_T5 = "| Single | 4.66 | 0.89 | 0.23 | 0.88 | 0.92 |"
+CCS_T7 = "| I+C (ours) | 20.84 | 0.96 | 0.06 | 0.99 | 15.87 | 15.37 | 0.50 | 0.72 | 1.61k |"
+FM_T2 = ("LongT5-block\t0.2345 (2)\t0.8408 (2)\t0.4113 (4)\t0.2496 (3)\t0.1524 (4)\t0.7207(5)\t0.6283 (5)\t"
+         "0.6628 (3)\t0.6785 (3)")
+FM_T2_COLUMNS = ("ROUGE-L", "BERTScore", "DELTA", "QuestEval", "ACU", "FM(Llama2)", "FM(GPT-3.5)", "FM(GPT-4)", "Human")
+FM_T3 = "Method\t4\t0.78\t0.69"
+FM_T4 = "Llama2\t0.2327\t0.8371\t0.2792\t0.1752\t0.0000\t0.6611\t0.6952\t0.7339"
+
+
+def _pipe_cells(line: str) -> list[str]:
+    """The cells of one ``| a | b |`` row of a paper's plain text."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _assert_row(paper: published.Published, table: str, row: str, columns, cells, **fields):
+    """Every printed cell of ``row`` equals the file's value at (table, row, column) and has ``fields``."""
+    assert len(columns) == len(cells), (row, cells)
+    for column, cell in zip(columns, cells):
+        v = paper.one(table=table, row=row, column=column)
+        assert v is not None, (table, row, column)
+        assert v["value"] == float(cell), (table, row, column, v["value"], cell)
+        assert {k: v.get(k) for k in fields} == fields, (table, row, column, v)
 
 
 def test_every_file_keeps_the_schema():
-    assert {"domainsum", "adapteval", "medqsum"} <= set(published.available())
-    for benchmark in published.available():
-        paper = published.load(benchmark)
-        assert paper.benchmark == benchmark and paper.path == published.data_file(benchmark)
+    assert {"domainsum", "adapteval", "medqsum", "ccsbench", "facet_aware_metric"} <= set(published.available())
+    for name in published.available():
+        paper = published.load(name)
+        assert paper.path == published.data_file(name)
+        # a meta-evaluation paper (FD) is no harness benchmark: its file names none
+        assert paper.benchmark in (name, None)
         assert paper.values and isinstance(paper.unreadable, list)
-        subsets = set(catalog.subsets(benchmark))
+        subsets = set(catalog.subsets(name)) if paper.benchmark else set()
         for v in paper.values:
             assert v.get("subset") is None or v["subset"] in subsets, v
         cited = {(v["table"], v["row"], v["column"], v["setting"]) for v in paper.values}
-        assert len(cited) == len(paper.values), f"{benchmark}: two values share one citation"
+        assert len(cited) == len(paper.values), f"{name}: two values share one citation"
 
 
 def test_metric_keys_are_suite_keys():
@@ -48,6 +82,7 @@ def test_metric_keys_are_suite_keys():
 
     for benchmark in published.available():
         for name, spec in published.load(benchmark).metrics.items():
+            assert spec.get("definition"), (benchmark, name)
             for key in spec["keys"]:
                 assert registry.key(key) is not None, (benchmark, name, key)
 
@@ -106,8 +141,7 @@ def test_adapteval_tables_equal_the_paper():
         assert v["value"] == float(cell) and v["setting"] == "0-shot"
     row, line = ADAPTEVAL_T5
     columns = [f"{m} {d}" for m in ("DA", "Coherence", "Fluency") for d in ("arXiv", "PubMed", "GovReport")]
-    for column, cell in zip(columns, line.split()):
-        assert paper.one(table="Table 5", row=row, column=column)["value"] == float(cell)
+    _assert_row(paper, "Table 5", row, columns, line.split())
 
 
 def test_models_are_found_by_their_ids():
@@ -140,7 +174,68 @@ def test_medqsum_correlation_tables_equal_the_paper():
     columns = [f"{a} Annotator {n}" for a in ("Relevance", "Consistency", "Fluency") for n in (1, 2)]
     for table, line, key in (("Table 3", MEDQSUM_T3, "bertscore_f1"), ("Table 5", MEDQSUM_T5, "blanc_tune")):
         row, *cells = line.split("\t")
-        for column, cell in zip(columns, cells):
-            v = paper.one(table=table, row=row, column=column)
-            assert v["value"] == float(cell) and v["scored_metric"] == key
+        _assert_row(paper, table, row, columns, cells, scored_metric=key)
     assert {v["scored_metric"] for v in paper.values} <= set(catalog.metric_keys(catalog.lookup("medqsum_hcm")))
+
+
+def test_ccsbench_counts_per_table():
+    paper = published.load("ccsbench")
+    assert len(paper.find(table="Table 1")) == 5 * 3 * 2  # five datasets x three splits x (#Samples, #Docs)
+    assert len(paper.find(table="Table 2")) == 2 * 6
+    assert len(paper.find(table="Table 4")) == 17 * 8  # rows A1-A9, B1-B4, C1-C2, D1-D2
+    assert len(paper.find(table="Table 5")) == 2 * 5
+    assert len(paper.find(table="Table 7")) == 2 * 9
+    # the tables the text holds no number of are said so, not left out silently
+    assert any(u.startswith("Table 3") for u in paper.unreadable)
+
+
+@pytest.mark.parametrize("line", CCS_T4)
+def test_ccsbench_table4_rows_equal_the_paper(line):
+    paper = published.load("ccsbench")
+    ident, method, arch, *cells = _pipe_cells(line)
+    _assert_row(paper, "Table 4", f"{ident} {method}", CCS_T4_COLUMNS, cells, id=ident, arch=arch,
+                subset="compositional")
+
+
+def test_ccsbench_table4_settings_follow_the_blocks():
+    paper = published.load("ccsbench")
+    by_id = {v["id"]: v["setting"] for v in paper.find(table="Table 4")}
+    assert [by_id[i] for i in ("A1", "A7", "A8", "B2", "D1")] == ["0-shot", "0-shot", "3-shot", "fine-tuned",
+                                                                  "two-stage modular"]
+    # a run of the paper's model in the paper's setting finds its row
+    v = paper.one(table="Table 4", model=paper.model_of("google/flan-t5-xxl"), setting="fine-tuned", metric="F1")
+    assert v["row"] == "B2 Flan-T5-XXL" and v["value"] == 0.75
+
+
+def test_ccsbench_tables_1_2_5_7_equal_the_paper():
+    paper = published.load("ccsbench")
+    row, *cells = _pipe_cells(CCS_T1)
+    split = [int(n.strip().replace(",", "")) for c in cells for n in c.split("/")]
+    columns = [f"{s} {c}" for s in ("Train", "Val", "Test") for c in ("#Samples", "#Docs")]
+    _assert_row(paper, "Table 1", row, columns, split, subset="compositional")
+    row, *cells = _pipe_cells(CCS_T2)
+    _assert_row(paper, "Table 2", row, ["FAC", "FLU", "CTRL", "ROUGE-1", "ROUGE-2", "ROUGE-L"], cells, subset="focus")
+    row, *cells = _pipe_cells(CCS_T5)
+    _assert_row(paper, "Table 5", row, ["Readability", "Length PCC", "Length MAD", "Keywords SR", "Focus F1"], cells,
+                model="Flan-T5-XXL", setting="fine-tuned")
+    assert paper.one(table="Table 5", row="Single", column="Keywords SR")["subset"] == "keywords"
+    row, *cells = _pipe_cells(CCS_T7)
+    tokens = cells.pop()
+    _assert_row(paper, "Table 7", row, CCS_T4_COLUMNS, cells, model="GPT-4o")
+    v = paper.one(table="Table 7", row=row, column="#Tokens")
+    assert v["printed"] == tokens and v["value"] == float(tokens.rstrip("k")) * 1000
+
+
+def test_facet_aware_metric_tables_equal_the_paper():
+    paper = published.load("facet_aware_metric")
+    assert paper.benchmark is None
+    assert len(paper.find(table="Table 2")) == 6 * 9 and len(paper.find(table="Table 4")) == 4 * 8
+    assert len(paper.find(table="Table 3")) == 4 * 3
+    row, *cells = FM_T2.split("\t")
+    printed = [re.fullmatch(r"([\d.]+) ?\((\d)\)", c).groups() for c in cells]
+    _assert_row(paper, "Table 2", row, FM_T2_COLUMNS, [v for v, _ in printed], dataset="PubMed")
+    assert [paper.one(table="Table 2", row=row, column=c)["rank"] for c in FM_T2_COLUMNS] == [int(r) for _, r in printed]
+    row, *cells = FM_T3.split("\t")
+    _assert_row(paper, "Table 3", row, ["Classes", "κ", "Agreement"], cells, facet="method")
+    row, *cells = FM_T4.split("\t")
+    _assert_row(paper, "Table 4", row, [c for c in FM_T2_COLUMNS if c != "FM(Llama2)"], cells, dataset="arXiv")

@@ -6,7 +6,7 @@ same way), the same command run again answers those from the journal and generat
 the rest, and the resumed run's generations and scores equal those of a run that was
 never interrupted.
 
-    python scripts/resume_check.py MODEL_DIR [--tasks domainsum_genre] [--after 6] [--max-gen-toks 48]
+    python scripts/bench_resume.py MODEL_DIR [--tasks domainsum_genre] [--after 6] [--max-gen-toks 48]
 
 ``MODEL_DIR``: a local checkpoint, e.g. the SmolLM2-135M-Instruct that
 ``python scripts/smollm2_checkpoint.py`` prints. Data: ``$DOMSUM_DATA_DIR``, default the

@@ -1,0 +1,177 @@
+"""A paper's results table in the paper's own layout: its rows and columns, the user's
+systems above, the paper's published rows below.
+
+Why declared as data (:class:`Layout`) and built by one function: AdaptEval Table 3,
+CCSBench Tables 4 and 5 are the same kind of table — rows are systems in a setting,
+columns are (paper column, suite key, subset) — and differ only in which columns, which
+settings and which subsets a row reads. A layout names its columns by the paper's own
+column names, so each published cell is found in the paper's data file
+(:mod:`~lm_eval_tasks.report.published`) by (table, row, column) and each of the user's
+cells by (system, subset, shots, variant) and the column's suite key; no number is typed
+here.
+
+Numbers are in the paper's units (the data file's ``scale`` per metric: AdaptEval prints
+BERTScore as a fraction, CCSBench ROUGE-L x100), with the paper's decimals, so a row of
+this run reads like the paper's rows beneath it. The user's cells are the run's reported
+values (intervals and tests are in the long tables); a published row is never pooled
+with the user's. DomainSum Table 2, whose cell holds a zero-shot score, a two-shot
+difference and its p, keeps its own builder (:mod:`.paper_tables`) and shares this
+module's citation of published rows (:func:`published_source`, :func:`published_caption`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from lm_eval_tasks.report import published
+from lm_eval_tasks.report.runs import Run
+from lm_eval_tasks.report.tables import Builder, Table
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a paper's table: its printed name (the data file's ``column``), the
+    suite key computing it, the subset whose runs it reads and the decimals printed."""
+
+    header: str
+    key: str
+    subset: str
+    digits: int = 2
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One paper table. ``kinds``: the kinds of row each system has, as (the paper's row
+    name, the subset every column reads instead of its own, or None): CCSBench Table 5's
+    ``Single`` row reads each column's single-attribute subset, its ``Compositional`` row
+    the compositional one. ``variants``: the task variants a row may come from (``hard``:
+    CCSBench's ``Attribute: Value`` prompt)."""
+
+    benchmark: str
+    table: str
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    kinds: tuple[tuple[str, str | None], ...] = (("", None),)
+    variants: tuple[str, ...] = ("",)
+
+
+def _adapteval_columns() -> tuple[Column, ...]:
+    domains = (("Medical", "pubmed"), ("Science", "arxiv"), ("Government", "govreport"))
+    keys = (("BERTScore", "bertscore_f1", 3), ("DVO", "dvo", 2), ("ROUGE", "rouge_geo", 2))
+    return tuple(Column(f"{d} {m}", key, subset, digits) for d, subset in domains for m, key, digits in keys)
+
+
+#: CCSBench Tables 4 and 7's columns (the text drops the Δ heading; see ccsbench.json)
+_CCS = (("Quality ROUGE-L", "rougeL"), ("Length PCC", "length_pcc"), ("Length MAD", "length_mad"),
+        ("Keywords SR", "keyword_sr"), ("Readability Fnormal", "fkgl_normal"), ("Readability Fhigh", "fkgl_high"),
+        ("Readability Δ", "delta_fkgl"), ("Focus F1", "focus_macro_f1"))
+
+LAYOUTS = (
+    Layout("adapteval", "Table 3", "adapteval_table3",
+           "AdaptEval Table 3 layout: BERTScore, DVO and ROUGE per domain and setting", _adapteval_columns()),
+    Layout("ccsbench", "Table 4", "ccsbench_table4",
+           "CCSBench Table 4 layout: compositional control (quality, explicit and implicit attributes)",
+           tuple(Column(h, k, "compositional") for h, k in _CCS), variants=("", "hard")),
+    Layout("ccsbench", "Table 5", "ccsbench_table5",
+           "CCSBench Table 5 layout: each single-attribute task vs the compositional task",
+           (Column("Readability", "delta_fkgl", "readability"), Column("Length PCC", "length_pcc", "length"),
+            Column("Length MAD", "length_mad", "length"), Column("Keywords SR", "keyword_sr", "keywords"),
+            Column("Focus F1", "focus_macro_f1", "focus")),
+           kinds=(("Single", None), ("Compositional", "compositional")), variants=("", "hard")),
+)
+
+
+def setting_of(run: Run) -> str:
+    """How a row names a run's setting: ``0-shot``, ``3-shot``, ``fine-tuned``, ``0-shot, hard prompt``."""
+    text = "fine-tuned" if run.system.fine_tuned else f"{run.shots}-shot"
+    return text + (", hard prompt" if run.spec and run.spec.variant == "hard" else "")
+
+
+def published_source(paper: published.Published, value: dict) -> str:
+    """Where a published row is printed: ``AdaptEval Table 3, Two-shot Setting, row Llama2 7b``."""
+    block = f", {value['block']}" if value.get("block") else ""
+    return f"{paper.paper} {value['table']}{block}, row {value['row']}"
+
+
+def published_caption(paper: published.Published, table: str) -> str:
+    """The caption sentence that says the (published) rows are the paper's, as printed."""
+    return (f" Rows marked (published): {paper.paper}'s {table} as printed ({paper.citation}; data file "
+            f"lm_eval_tasks/report/published/{paper.path.name}), not recomputed and never pooled with this "
+            "run's systems.")
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _published_rows(paper: published.Published, layout: Layout) -> list[list[str]]:
+    """The paper's rows of the table, in the paper's order, each cell read by its column."""
+    rows, seen = [], set()
+    for v in paper.find(table=layout.table):
+        where = (v.get("block"), v["row"])
+        if where in seen:
+            continue
+        seen.add(where)
+        cells = [paper.one(table=layout.table, block=v.get("block"), row=v["row"], column=c.header)
+                 for c in layout.columns]
+        if not any(cells):
+            continue
+        rows.append([f"{v['row']} (published)", published_source(paper, v), v["setting"]]
+                    + [_number(c["value"] if c else None, col.digits) for c, col in zip(cells, layout.columns)])
+    return rows
+
+
+def _scale(paper: published.Published, layout: Layout, column: Column) -> float:
+    """The paper's unit of a column (its metric's ``scale`` in the data file)."""
+    found = paper.find(table=layout.table, column=column.header)
+    return paper.scale(found[0]["metric"]) if found else 1.0
+
+
+def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> list[list[str]]:
+    """One row per system, setting and kind of row that has at least one cell."""
+    runs = [r for r in builder.runs.of(layout.benchmark) if r.spec.variant in layout.variants]
+    settings = sorted({(r.system.label, r.shots, r.spec.variant): r for r in runs}.items())
+    scales = [_scale(paper, layout, c) for c in layout.columns]
+    rows = []
+    for (label, shots, variant), first in settings:
+        for kind, subset in layout.kinds:
+            cells = []
+            for column, unit in zip(layout.columns, scales):
+                run = builder.runs.find(first.system, layout.benchmark, subset or column.subset, shots, variant)
+                value = builder.est(run, column.key).value * unit if run and column.key in run.values else None
+                cells.append(_number(value, column.digits))
+            if any(c != "n/a" for c in cells):
+                rows.append([label + (f" ({kind})" if kind else ""), "this run", setting_of(first)] + cells)
+    return rows
+
+
+def paper_layout(builder: Builder, layout: Layout) -> Table | None:
+    """The layout's table for the runs of its benchmark, or None when no run fills a cell."""
+    paper = published.load(layout.benchmark)
+    if paper is None:
+        return None
+    mine = _own_rows(builder, paper, layout)
+    if not mine:
+        return None
+    keys = ", ".join(f"{c.header} = {c.key}" + (f" ({c.subset})" if layout.kinds == (("", None),) else "")
+                     for c in layout.columns)
+    kinds = (" Rows per system: " + "; ".join(f"{k or 'the row'} reads "
+                                               + (s if s else "each column's own task") for k, s in layout.kinds)
+             + "." if len(layout.kinds) > 1 else "")
+    return Table(layout.name, layout.title, ["System", "Source", "Setting", *(c.header for c in layout.columns)],
+                 mine + _published_rows(paper, layout),
+                 caption=(f"{paper.paper} {layout.table}: {paper.tables[layout.table]} In the paper's units and "
+                          f"decimals; this run's cells are its reported values (intervals and tests in the "
+                          f"long tables). Columns (suite key, task): {keys}.{kinds}"
+                          + published_caption(paper, layout.table)))
+
+
+def paper_layouts(builder: Builder, benchmark: str) -> list[Table]:
+    """Every declared layout of ``benchmark`` its runs fill."""
+    return [t for t in (paper_layout(builder, lay) for lay in LAYOUTS if lay.benchmark == benchmark) if t]
+
+
+__all__ = ["Column", "LAYOUTS", "Layout", "paper_layout", "paper_layouts", "published_caption", "published_source",
+           "setting_of"]
