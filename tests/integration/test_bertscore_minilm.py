@@ -79,6 +79,8 @@ def test_encoder_goes_to_the_gpu_when_torch_sees_one(monkeypatch, minilm_path):
             return self
 
     bs = import_module("custom_metrics.bertscore")
+    # no device chosen yet in this process: an earlier in-process run's scoring chose one (devices.use)
+    monkeypatch.setattr(import_module("custom_metrics.devices"), "_CURRENT", None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(bert_score.utils, "get_model", lambda model, layers: FakeModel())
     assert bs.default_device() == "cuda"
