@@ -33,19 +33,6 @@ log = logging.getLogger("rescore")
 NO_JUDGE = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
 
 
-def judge_summary(ctx: registry.Context, values: dict[str, list]) -> dict[str, Any]:
-    """Per-rating parse failures, scored items and judge mode of the AdaptEval judge, from its
-    per-document values and what it recorded (no second call)."""
-    wanted = ctx.options["judge_metrics"]
-    nan = {m: sum(1 for v in values[m] if math.isnan(v)) for m in wanted}
-    failed = ctx.record.get("judge_failed", {})
-    return {"parse_failures": {m: failed.get(m, {}).get("parse", 0) for m in wanted},
-            "failed": {m: failed.get(m, {}) for m in wanted},
-            "n_scored": {m: len(values[m]) - nan[m] for m in wanted},
-            "judge_mode": ctx.record.get("judge_mode", {}), "usage": ctx.record.get("judge_usage"),
-            "judge": ctx.judge.describe()}
-
-
 #: corpus keys whose interval is not computed: each resample would recompute the metric from
 #: the texts (corpus BLEU / chrF re-tokenise every text: ~0.1 s per 500 short questions, so
 #: minutes per 1000 resamples; MAUVE refits its clustering: hours); numeric items are cheap
@@ -204,9 +191,10 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
                 raise
             summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
             scored = battery.missing_values(fam, len(batch))
-        # the chosen keys, plus per-document lists beyond the family's keys (fm_detail,
-        # which explains the facet score and so goes with it)
-        shown = keys + [k for k in scored if k not in fam.key_names and (k != "fm_detail" or "fm" in keys)]
+        # the chosen keys, plus per-document lists beyond the family's keys (a detail list,
+        # fm_detail, only with the key it explains)
+        shown = keys + [k for k in scored if k not in fam.key_names
+                        and (k not in fam.detail_lists or fam.detail_lists[k] in keys)]
         for i, row in enumerate(per_sample):
             row.update({k: scored[k][i] for k in shown})
         for key in keys:
@@ -215,12 +203,9 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
             fam_ci, fam_why = intervals(fam, keys, scored, ctx, args.bootstrap, args.seed)
             ci.update(fam_ci)
             ci_why.update(fam_why)
-        record = dict(ctx.record)
-        if name == "judge":
-            summary["judge"] = judge_summary(ctx, scored)
-        elif name == "fm":
-            summary["fm_judge"] = {**record.pop("fm_judge", {}), "judge": ctx.judge.describe()}
-        summary["record"].update(record)
+        sections = fam.summary(ctx, scored) if fam.summary is not None else {}
+        summary.update(sections)
+        summary["record"].update({k: v for k, v in ctx.record.items() if k not in sections})
     summary["bootstrap"] = {"resamples": args.bootstrap, "seed": args.seed, "confidence": 0.95,
                             "method": "percentile; documents resampled with replacement, the same resamples "
                                       "for every key"}
