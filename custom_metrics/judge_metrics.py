@@ -71,6 +71,9 @@ def judge_describe(ctx: Context) -> dict[str, Any]:
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
 
+#: what :func:`judge_describe` records -> the setting that chooses it (``Family.recorded``)
+JUDGE_RECORDED = {"judge_model_used": "judge_model"}
+
 JUDGE_METRICS = ("domain_adaptation", "coherence", "fluency")
 
 
@@ -149,6 +152,7 @@ JUDGE = Family(
     options=("max_document_words",),
     select=_judge_select,
     summary=_judge_summary,
+    recorded=JUDGE_RECORDED,
     check=judge_check,
     describe=_adapteval_judge_describe,
 )
@@ -254,6 +258,7 @@ FM = Family(
     select=_fm_select,
     detail_lists={"fm_detail": "fm"},
     summary=_fm_summary,
+    recorded=JUDGE_RECORDED,
     check=judge_check,
     describe=judge_describe,
 )

@@ -71,6 +71,10 @@ class Key:
     #: factor that puts a value on the papers' display scale (fractions of ROUGE and
     #: BERTScore are shown x100)
     scale: float = 1.0
+    #: corpus keys: why a resampled interval (``domsum rescore --bootstrap``) is not computed,
+    #: when each resample would recompute the corpus function at a cost no default run pays;
+    #: empty: it is computed
+    no_interval: str = ""
 
     @property
     def label(self) -> str:
@@ -202,6 +206,9 @@ class Family:
     check: Callable[[Context], None] | None = None
     #: what to record in the results before scoring (the values actually used)
     describe: Callable[[Context], dict[str, Any]] | None = None
+    #: what ``describe`` records the scorer used -> the setting that chooses it: re-scoring a
+    #: run's samples takes the run's value (``bertscore_model_used`` -> ``bertscore_model``)
+    recorded: Mapping[str, str] = field(default_factory=dict)
     #: the setting that names the family's model and its default (model-based families)
     model_setting: str = ""
     default_model: Callable[[], str] | None = None

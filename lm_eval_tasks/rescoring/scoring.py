@@ -33,16 +33,6 @@ log = logging.getLogger("rescore")
 NO_JUDGE = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
 
 
-#: corpus keys whose interval is not computed: each resample would recompute the metric from
-#: the texts (corpus BLEU / chrF re-tokenise every text: ~0.1 s per 500 short questions, so
-#: minutes per 1000 resamples; MAUVE refits its clustering: hours); numeric items are cheap
-NOT_BOOTSTRAPPED = {
-    "sacrebleu": "corpus BLEU recomputed from the texts per resample: too slow for a default run",
-    "chrf": "corpus chrF recomputed from the texts per resample: too slow for a default run",
-    "mauve": "MAUVE refits its feature clustering per resample: too slow for a default run",
-}
-
-
 def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ctx: registry.Context,
               n_boot: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
     """(key -> [low, high] or None, key -> why None): the percentile bootstrap 95% interval of
@@ -50,7 +40,9 @@ def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ct
 
     ``mean`` / ``nanmean`` keys resample the per-document values; a ``corpus`` key
     recomputes its corpus function (:func:`registry.aggregate`) on the resampled items,
-    unless :data:`NOT_BOOTSTRAPPED` says that is too slow; a ``sum`` key is a count of
+    unless its record says why that is too slow (``Key.no_interval``: corpus BLEU and
+    chrF re-tokenise every text, ~0.1 s per 500 short questions, so minutes per 1000
+    resamples; MAUVE refits its clustering: hours); a ``sum`` key is a count of
     events in this file, not an estimate, and gets none.
     """
     from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
@@ -58,15 +50,15 @@ def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ct
     out: dict[str, Any] = {}
     why: dict[str, str] = {}
     for key in keys:
-        agg = fam.key(key).aggregation
+        agg, skip = fam.key(key).aggregation, fam.key(key).no_interval
         if agg in ("mean", "nanmean"):
             out[key] = list(bootstrap_interval(scored[key], agg, n_boot, seed))
-        elif agg == "corpus" and key not in NOT_BOOTSTRAPPED:
+        elif agg == "corpus" and not skip:
             out[key] = list(bootstrap_interval(
                 scored[key], lambda items, k=key: registry.aggregate(fam, k, items, ctx), n_boot, seed))
         else:
             out[key] = None
-            why[key] = NOT_BOOTSTRAPPED.get(key, "a count of events in this file, not an estimate")
+            why[key] = skip or "a count of events in this file, not an estimate"
     return out, why
 
 
@@ -305,5 +297,4 @@ def summary_text(path: Path, summary: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NOT_BOOTSTRAPPED", "NO_JUDGE", "agreement", "check_outputs", "intervals", "judge_summary",
-           "output_paths", "rescore", "score_file", "summary_text"]
+__all__ = ["NO_JUDGE", "agreement", "check_outputs", "intervals", "output_paths", "rescore", "score_file", "summary_text"]

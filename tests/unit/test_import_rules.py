@@ -137,7 +137,7 @@ def test_every_setting_a_family_names_exists():
     from lm_eval_tasks.settings import SETTINGS
 
     unknown = sorted(f"{fam.name}: {key}" for fam in registry.all_families()
-                     for key in fam.reads if key not in SETTINGS)
+                     for key in (*fam.reads, *fam.recorded.values()) if key not in SETTINGS)
     assert unknown == []
     judged = [fam for fam in registry.all_families() if "judge" in fam.needs]
     assert judged and all({"judge_model", "judge_concurrency", "judge_timeout"} <= set(f.reads) for f in judged)
