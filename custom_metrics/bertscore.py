@@ -409,6 +409,7 @@ BERTSCORE = Family(
     source="custom_metrics.bertscore (agrees with bert_score.BERTScorer to 1e-5)",
     needs=("encoder",),
     settings=("bertscore_model", "bertscore_layers", "bertscore_batch_size", "score_cache_dir"),
+    recorded={"bertscore_model_used": "bertscore_model", "bertscore_layers_used": "bertscore_layers"},
     check=_bertscore_check,
     describe=_bertscore_describe,
     model_setting="bertscore_model",

@@ -381,7 +381,7 @@ BLANC_HELP = Family(
     score=_help_score,
     description="BLANC-help, reference-free (reads the source document); -1..1.",
     source="custom_metrics.blanc (the BLANC release's algorithm)",
-    needs=("model",), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
+    needs=("model", "document"), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
     optional=True,
 )
 
@@ -392,7 +392,7 @@ BLANC_TUNE = Family(
     score=_tune_score,
     description="BLANC-tune, reference-free (reads the source document); -1..1.",
     source="custom_metrics.blanc (the BLANC release's algorithm)",
-    needs=("model",), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
+    needs=("model", "document"), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
     optional=True,
 )
 

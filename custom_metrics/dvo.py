@@ -453,6 +453,7 @@ DVO = Family(
     source="custom_metrics.dvo (AdaptEval release)",
     needs=("vocabulary",),
     settings=("vocab_dir",),
+    options=("vocabulary_file",),
     check=_dvo_check,
     describe=lambda ctx: {"vocabulary_used": _vocabulary(ctx)[0], "dvo_tokenizer": _tokenizer_info()},
 )

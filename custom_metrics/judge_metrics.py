@@ -8,6 +8,8 @@ and the judge configuration a family's context hands to those functions.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,9 @@ def judge_describe(ctx: Context) -> dict[str, Any]:
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
 
+#: what :func:`judge_describe` records -> the setting that chooses it (``Family.recorded``)
+JUDGE_RECORDED = {"judge_model_used": "judge_model"}
+
 JUDGE_METRICS = ("domain_adaptation", "coherence", "fluency")
 
 
@@ -110,6 +115,24 @@ def _adapteval_judge_score(batch: Batch, ctx: Context) -> dict[str, list]:
     return out
 
 
+def _judge_select(keys: Sequence[str]) -> dict[str, Any]:
+    """Only the chosen ratings are asked for (each is a paid call); all three when none is."""
+    return {"judge_metrics": [k for k in JUDGE_METRICS if k in keys] or list(JUDGE_METRICS)}
+
+
+def _judge_summary(ctx: Context, values: Mapping[str, list]) -> dict[str, Any]:
+    """Per-rating parse failures, scored items and judge mode, from the per-document values
+    and what scoring recorded (no second call)."""
+    wanted = ctx.options["judge_metrics"]
+    nan = {m: sum(1 for v in values[m] if math.isnan(v)) for m in wanted}
+    failed = ctx.record.get("judge_failed", {})
+    return {"judge": {"parse_failures": {m: failed.get(m, {}).get("parse", 0) for m in wanted},
+                      "failed": {m: failed.get(m, {}) for m in wanted},
+                      "n_scored": {m: len(values[m]) - nan[m] for m in wanted},
+                      "judge_mode": ctx.record.get("judge_mode", {}), "usage": ctx.record.get("judge_usage"),
+                      "judge": ctx.judge.describe()}}
+
+
 JUDGE = Family(
     name="judge",
     keys=(Key("domain_adaptation", aggregation="nanmean", description="1-5 Domain Adaptation (GPT-4 judge)",
@@ -124,8 +147,12 @@ JUDGE = Family(
     score=_adapteval_judge_score,
     description="AdaptEval's LLM judge; probability-weighted ratings, unparsable replies counted, never 0.",
     source="custom_metrics.judge.prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
-    needs=("judge",),
+    needs=("judge", "domain", "document"),
     settings=("judge_prompt_variant",),
+    options=("max_document_words",),
+    select=_judge_select,
+    summary=_judge_summary,
+    recorded=JUDGE_RECORDED,
     check=judge_check,
     describe=_adapteval_judge_describe,
 )
@@ -202,6 +229,18 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     return out
 
 
+def _fm_select(keys: Sequence[str]) -> dict[str, Any]:
+    """``--metrics fm_vanilla`` skips the facet calls, ``fm`` the vanilla ones; the details are
+    always kept: they carry the scored and failure counts :func:`_fm_summary` reports."""
+    vanilla = "fm_vanilla" in keys
+    return {"fm_facets": "fm" in keys or not vanilla, "fm_vanilla": vanilla, "keep_details": True}
+
+
+def _fm_summary(ctx: Context, values: Mapping[str, list]) -> dict[str, Any]:
+    """Scored pairs, failures by kind, variant and usage of the FM calls, with the judge."""
+    return {"fm_judge": {**ctx.record.get("fm_judge", {}), "judge": ctx.judge.describe()}}
+
+
 FM = Family(
     name="fm",
     keys=(Key("fm", aggregation="nanmean", description="Facet-aware Metric, weighted facet alignment",
@@ -216,6 +255,10 @@ FM = Family(
     source="custom_metrics.fm (the paper's prompts and weights)",
     needs=("judge",),
     settings=("fm_variant", "fm_extract_max_tokens", "fm_details"),
+    select=_fm_select,
+    detail_lists={"fm_detail": "fm"},
+    summary=_fm_summary,
+    recorded=JUDGE_RECORDED,
     check=judge_check,
     describe=judge_describe,
 )

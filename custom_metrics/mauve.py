@@ -222,7 +222,8 @@ def _corpus_mauve(items: Sequence, ctx: Context) -> float:
 MAUVE_FAMILY = Family(
     name="mauve",
     keys=(Key("mauve", aggregation="corpus", corpus=_corpus_mauve, display="MAUVE",
-              description="MAUVE of the generated vs the reference summaries (two distributions)"),),
+              description="MAUVE of the generated vs the reference summaries (two distributions)",
+              no_interval="MAUVE refits its feature clustering per resample: too slow for a default run"),),
     score=_mauve_score,
     description="MAUVE (Pillutla et al.), generated vs reference summaries; fraction in [0, 1].",
     source="custom_metrics.mauve",

@@ -16,7 +16,9 @@ alpha = 0.9, beta = 3, gamma = 0.5 (NLTK's defaults); 0 when m = 0.
 Matching stages: ``"exact+stem+wordnet"`` when the WordNet corpus is installed for
 NLTK (``python -m nltk.downloader wordnet``; never downloaded at run time), else
 ``"exact+stem"`` (a stand-in WordNet with no synsets is passed to NLTK). Results
-say which, under ``meteor_matching``: scores of the two modes are not comparable.
+say which, under ``meteor_matching``: scores of the two modes are not comparable, so
+the setting ``use_wordnet`` (``$DOMSUM_METEOR_WORDNET``; the record declares it) set to
+false pins ``"exact+stem"`` on every machine; unset keeps "when installed".
 
 Tokenizer: :func:`custom_metrics.tokenize.word_tokenize` (NLTK ``word_tokenize``
 boundaries without the ``punkt`` download), lowercased by NLTK's ``preprocess``.
@@ -115,6 +117,7 @@ METEOR = Family(
     score=_meteor_score,
     description="METEOR, NLTK's implementation; fraction in [0, 1].",
     source="custom_metrics.meteor (nltk.translate.meteor_score)",
+    settings=("use_wordnet",),
     describe=_meteor_describe,
 )
 

@@ -71,6 +71,10 @@ class Key:
     #: factor that puts a value on the papers' display scale (fractions of ROUGE and
     #: BERTScore are shown x100)
     scale: float = 1.0
+    #: corpus keys: why a resampled interval (``domsum rescore --bootstrap``) is not computed,
+    #: when each resample would recompute the corpus function at a cost no default run pays;
+    #: empty: it is computed
+    no_interval: str = ""
 
     @property
     def label(self) -> str:
@@ -151,29 +155,82 @@ class Context:
         return f"{family} {self.subset}".strip()
 
 
+#: what a family may need, the capability flags its consumers read instead of its name:
+#: the harness saves generations before judging and leaves judge families out without a
+#: judge; ``domsum rescore`` asks for a vocabulary, a domain or a document column; the
+#: preflight checks the scorer; ``meta-eval`` configures the judge
+NEEDS = {
+    "encoder": "a sentence encoder (BERTScore)",
+    "model": "a scorer model loaded from the hub or a local copy",
+    "vocabulary": "a domain vocabulary (built per benchmark and subset, or a file given)",
+    "judge": "an LLM judge endpoint (the judge settings; paid calls, so generations are saved first)",
+    "domain": "the domain of the documents: its prompts are per domain",
+    "document": "the source document of every summary, not only prediction and reference",
+}
+
+
 @dataclass(frozen=True)
 class Family:
     """A metric family: scored together because its keys share one pass (one encoder
-    pass, one judge batch)."""
+    pass, one judge batch).
+
+    Besides its formula, the record declares everything its consumers ask about it, so
+    none of them branches on its name: what it needs (:data:`NEEDS`), the settings it
+    reads (:attr:`reads`), the options a caller may hand it (:attr:`options`), the
+    options that restrict it to chosen keys (:attr:`select`), the per-document lists it
+    returns beside its keys (:attr:`detail_lists`) and what a re-scoring summary says
+    about how it scored (:attr:`summary`).
+    """
 
     name: str
     keys: tuple[Key, ...]
     score: Callable[[Batch, Context], dict[str, list]]
     description: str
     source: str
-    #: "encoder", "model", "vocabulary", "judge"
+    #: capability flags, each a word of :data:`NEEDS`
     needs: tuple[str, ...] = ()
     #: setting keys (lm_eval_tasks/settings.py) the family reads from ``Context.settings``
     settings: tuple[str, ...] = ()
+    #: option names (``Context.options``) a caller may hand the family from its own flags
+    #: (``domsum rescore --vocabulary`` gives ``vocabulary_file``); others are not handed
+    options: tuple[str, ...] = ()
+    #: chosen keys -> the options that compute only those (each judge rating is a paid call)
+    select: Callable[[Sequence[str]], dict[str, Any]] | None = None
+    #: per-document lists the family returns beside its keys -> the key they explain
+    #: (shown with that key only)
+    detail_lists: Mapping[str, str] = field(default_factory=dict)
+    #: (context after scoring, per-document values) -> sections of a re-scoring summary
+    #: about how the family scored; a record entry a section restates is not repeated
+    summary: Callable[[Context, Mapping[str, list]], dict[str, Any]] | None = None
     #: preflight: raise ScorerUnavailable when the scorer cannot be had
     check: Callable[[Context], None] | None = None
     #: what to record in the results before scoring (the values actually used)
     describe: Callable[[Context], dict[str, Any]] | None = None
+    #: what ``describe`` records the scorer used -> the setting that chooses it: re-scoring a
+    #: run's samples takes the run's value (``bertscore_model_used`` -> ``bertscore_model``)
+    recorded: Mapping[str, str] = field(default_factory=dict)
     #: the setting that names the family's model and its default (model-based families)
     model_setting: str = ""
     default_model: Callable[[], str] | None = None
     #: a model missing at scoring time skips the family (NaN with a notice) instead of failing it
     optional: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.needs if n not in NEEDS]
+        if unknown:
+            raise ValueError(f"family {self.name}: needs {unknown} not among {tuple(NEEDS)}")
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Every setting the family's scoring reads: its own, its model's, and the judge's
+        (the judge package's table of settings, :data:`custom_metrics.judge.config.SETTINGS`)."""
+        judge: tuple[str, ...] = ()
+        if "judge" in self.needs:  # imported only then: a family without a judge loads none
+            from custom_metrics.judge.config import SETTINGS as JUDGE_SETTINGS
+
+            judge = ("judge_model", *JUDGE_SETTINGS)
+        own = (*self.settings, *((self.model_setting,) if self.model_setting else ()), *judge)
+        return tuple(dict.fromkeys(own))
 
     def model(self, ctx: "Context") -> str:
         """The model this family scores with under ``ctx`` (its setting, else its default)."""

@@ -303,6 +303,7 @@ ROUGE = Family(
                 "fractions in [0, 1].",
     source="custom_metrics.rouge (identical to rouge-score's RougeScorer)",
     settings=("rouge_stemming",),
+    recorded={"rouge_stemming": "rouge_stemming"},  # the stemming used, whichever convention chose it
     describe=_rouge_describe,
 )
 

@@ -233,14 +233,14 @@ class SuiteTask(ConfigurableTask):
         if self._checked:
             return
         model_cache.hold(self, registry.family_models(self._scoring.ctx))  # kept until this task is scored
-        if self.spec.source is not None and "dvo" in self._scoring.families:
+        if self.spec.source is not None and (vocabulary := self._scoring.needing("vocabulary")):
             from lm_eval_tasks.data.vocab import ensure_vocabulary
 
             try:
                 self._described["user_vocabulary"] = ensure_vocabulary(self.spec, self.meta)
             except SuiteError as exc:
-                raise ScorerUnavailableError(f"task {self.spec.name}: stopping before generation, DVO has no "
-                                             f"vocabulary: {exc}") from None
+                raise ScorerUnavailableError(f"task {self.spec.name}: stopping before generation, "
+                                             f"{', '.join(vocabulary)} has no vocabulary: {exc}") from None
         described, problems = self._scoring.check(self.meta)
         self._described.update(described)
         if problems:
@@ -274,7 +274,7 @@ class SuiteTask(ConfigurableTask):
                 pred = clean_prediction(resp)
                 seen.setdefault((str(inst.doc.get("id", "")), pred), inst.doc)
         self._generation_report()
-        if any("judge" in registry.get(name).needs for name in self._scoring.families):
+        if self._scoring.needing("judge"):
             self._save_generations()
         self._scoring.scores = {}
         self._scoring.score_items(seen)

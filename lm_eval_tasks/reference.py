@@ -26,6 +26,10 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from custom_metrics.registry import Family
 
 ROOT = Path(__file__).resolve().parents[1]
 #: width of the generated ``--help`` texts, whatever the terminal
@@ -57,10 +61,19 @@ def _code_list(items: tuple[str, ...] | list[str]) -> str:
     return ", ".join(f"`{i}`" for i in items) if items else "–"
 
 
+def _settings_text(fam: Family) -> str:
+    """The settings a family reads: its own, then the judge's as one link (the same table for
+    every judged family, :data:`custom_metrics.judge.config.SETTINGS`)."""
+    own = [f"`{k}`" for k in fam.settings]
+    if "judge" in fam.needs:
+        own.append("the judge's (`judge_*`, [settings](settings.md))")
+    return ", ".join(own) or "–"
+
+
 def render_metrics() -> str:
     """One section per metric family of :mod:`custom_metrics.registry`, with a row per key.
 
-    Reads only the record fields (name, description, source, needs, settings; per key:
+    Reads only the record fields (name, description, source, needs, settings, options; per key:
     direction, aggregation, description, plus any of :data:`_OPTIONAL_KEY_FIELDS` the key
     record declares), so a reshaped record needs a change here and nowhere else.
     """
@@ -72,7 +85,8 @@ def render_metrics() -> str:
         extra = [(f, title) for f, title in _OPTIONAL_KEY_FIELDS if f in key_fields]
         out += [f"### `{fam.name}`", "", _cell(fam.description), "",
                 f"Source: {_cell(fam.source)}; needs: {', '.join(fam.needs) or 'nothing'}; "
-                f"settings: {_code_list(fam.settings)}.", ""]
+                f"settings: {_settings_text(fam)}" + (f"; options: {_code_list(fam.options)}" if fam.options else "")
+                + ".", ""]
         head = ["key", *(t for _, t in extra), "better", "aggregation", "meaning"]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for k in fam.keys:

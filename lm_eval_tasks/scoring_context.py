@@ -34,6 +34,10 @@ def family_context(name: str, metadata: Mapping[str, Any] | None = None, *, benc
     (task metadata > environment > default), the judge where it needs one, the
     benchmark's conventions, and ``options``."""
     fam = registry.get(name)
+    missing = [key for key in fam.reads if key not in settings.SETTINGS]
+    if missing:  # tests/unit/test_import_rules.py checks every record; here it is one line, not a KeyError
+        raise settings.SettingError(f"metric family {name} reads {', '.join(missing)}, which "
+                                    f"lm_eval_tasks/settings.py has no row for")
     meta = dict(metadata or {})
     return registry.Context(
         benchmark=benchmark, subset=subset,

@@ -204,6 +204,10 @@ def _rows() -> list[Setting]:
         S("rouge_stemming", "DOMSUM_ROUGE_STEMMING", _bool, None,
           "ROUGE Porter stemming; unset = the benchmark release's convention (DomainSum off; AdaptEval, "
           "CCSBench, medqsum on).", "scorers"),
+        S("use_wordnet", "DOMSUM_METEOR_WORDNET", _bool, None,
+          "METEOR's WordNet-synonym stage: unset = when NLTK's WordNet data is installed (never downloaded); "
+          "`false` = exact + stem on every machine, so scores compare across machines (results record "
+          "`meteor_matching`).", "scorers"),
         S("vocab_dir", ENV_VOCAB_DIR, str, DEFAULT_VOCAB_DIR,
           "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers"),
         S("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
@@ -368,18 +372,13 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
     the defaults), the cache path and the API key included: the judge package reads none.
     """
     from custom_metrics.judge import JudgeConfig, JudgeConfigError
+    from custom_metrics.judge.config import SETTINGS as FIELDS
 
     model = overrides.pop("model", None) or resolve(metadata, "judge_model")
     if not model:
         return None
-    fields = {"judge_base_url": "base_url", "judge_concurrency": "max_concurrency",
-              "judge_cache": "cache_path", "judge_logprobs": "logprobs", "judge_n_samples": "n_samples",
-              "judge_timeout": "timeout_s", "judge_max_retries": "max_retries", "judge_api_key": "api_key",
-              "judge_max_requests": "max_requests", "judge_price_prompt": "price_prompt",
-              "judge_price_completion": "price_completion",
-              "progress": "progress"}
     kwargs: dict[str, Any] = {"model": str(model)}
-    for key, name in fields.items():
+    for key, name in FIELDS.items():
         if source_of(metadata, key) == "default" and key != "judge_cache":
             continue  # JudgeConfig's own default (documented in the table above)
         # the cache path is always passed: the judge package reads no environment variable

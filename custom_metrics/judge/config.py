@@ -93,6 +93,19 @@ class JudgeRequestError(JudgeError):
 
 # =========================================================================== config
 
+#: setting (a row of ``lm_eval_tasks/settings.py``) -> the :class:`JudgeConfig` field it
+#: fills, beside ``judge_model`` -> ``model``. Every family that needs the judge reads these
+#: (``Family.reads``); the settings resolver builds the configuration from this table, and a
+#: unit test checks every name here is a settings row, so a renamed row fails there and not
+#: at a judged run.
+SETTINGS: dict[str, str] = {
+    "judge_base_url": "base_url", "judge_concurrency": "max_concurrency", "judge_cache": "cache_path",
+    "judge_logprobs": "logprobs", "judge_n_samples": "n_samples", "judge_timeout": "timeout_s",
+    "judge_max_retries": "max_retries", "judge_api_key": "api_key", "judge_max_requests": "max_requests",
+    "judge_price_prompt": "price_prompt", "judge_price_completion": "price_completion",
+    "progress": "progress",
+}
+
 
 def normalize_endpoint(base_url: str | None) -> str:
     """The endpoint as keyed in the cache: OpenAI's URL when unset, no trailing slash."""

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from custom_metrics import registry
 from custom_metrics.analysis.meta_eval import MetaEvalError, computable, run
 from custom_metrics.analysis.meta_eval.inputs import RATING_COLUMNS as COLUMN_KEYS
 from custom_metrics.analysis.stats.consensus import CONSENSUS_METHODS
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     compute = [c.strip() for c in args.compute.split(",") if c.strip()]
     meta = with_flags(parse_metadata(args.metadata, "meta-eval"), fm_variant=args.fm_variant,
                       progress=False if args.no_progress else None)
-    judge = judge_config(meta) if "fm" in compute else None
+    judged = [n for n in compute if n in registry.names() and "judge" in registry.get(n).needs]
+    judge = judge_config(meta) if judged else None
     kappa = [c.strip() for c in args.kappa.split(",")] if args.kappa else None
     if kappa is not None and len(kappa) != 2:
         ap.error("--kappa takes exactly two columns A,B")

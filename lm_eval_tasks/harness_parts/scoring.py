@@ -120,6 +120,13 @@ class ShardScoring:
         #: processes whose counters the record sums (:meth:`merge`; 1 in a single process)
         self.ranks = 1
 
+    def needing(self, need: str) -> list[str]:
+        """The keys (display names, for messages) of this task's families whose record needs
+        ``need`` (:data:`custom_metrics.registry.NEEDS`): what the adapter prepares before
+        generation (a user domain's vocabulary, saved generations before judging)."""
+        return [k.label for name in self.families if need in registry.get(name).needs
+                for k in registry.get(name).keys]
+
     def keys(self) -> list[registry.Key]:
         return [k for name in self.families for k in registry.get(name).keys]
 

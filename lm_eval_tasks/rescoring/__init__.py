@@ -48,7 +48,7 @@ per-document values; NaN written as null) and ``<stem>.summary.json``: corpus sc
 aggregated as the harness does; ``intervals``, a seeded percentile bootstrap 95%
 interval per key over documents (``--bootstrap N``, ``--seed``, recorded under
 ``bootstrap``; corpus keys recompute their corpus function per resample, except the
-slow ones in :data:`~lm_eval_tasks.rescoring.scoring.NOT_BOOTSTRAPPED`, null with the
+slow ones whose key record says why (``Key.no_interval``), null with the
 reason); ``agreement`` where the input carries its own per-document scores (max |file - ours| per column, the evidence
 that a release's numbers are reproduced row for row); judge parse failures / mode /
 usage, what each family recorded, the settings and columns used.

@@ -19,12 +19,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from custom_metrics import registry
 from lm_eval_tasks.results import SAMPLES_STEM
 
-#: what a scorer recorded it used -> the setting that chooses it (the resolved value, which
-#: a ``settings_used`` entry of ``None``, "the scorer's default", does not name)
-USED = {"bertscore_model_used": "bertscore_model", "bertscore_layers_used": "bertscore_layers",
-        "judge_model_used": "judge_model", "rouge_stemming": "rouge_stemming"}
+
+def used() -> dict[str, str]:
+    """What a scorer recorded it used -> the setting that chooses it (the resolved value, which
+    a ``settings_used`` entry of ``None``, "the scorer's default", does not name), as every
+    family's record declares it (``Family.recorded``)."""
+    return {k: v for fam in registry.all_families() for k, v in fam.recorded.items()}
 
 
 def results_of(samples: Path) -> Path | None:
@@ -51,7 +54,7 @@ def recorded_settings(samples: Path, task: str | None) -> tuple[Path | None, dic
         return None, {}
     out = {key: entry["value"] for key, entry in (meta.get("settings_used") or {}).items()
            if isinstance(entry, dict) and entry.get("value") is not None}
-    out.update({setting: meta[used] for used, setting in USED.items() if meta.get(used) is not None})
+    out.update({setting: meta[key] for key, setting in used().items() if meta.get(key) is not None})
     out.pop("score_cache_dir", None)  # where answers are cached changes no number
     return (path, out) if out else (None, {})
 
@@ -63,4 +66,4 @@ def taken(metadata: dict[str, Any], recorded: dict[str, Any]) -> tuple[dict[str,
     return {**took, **metadata}, took
 
 
-__all__ = ["USED", "recorded_settings", "results_of", "taken"]
+__all__ = ["recorded_settings", "results_of", "taken", "used"]

@@ -33,29 +33,6 @@ log = logging.getLogger("rescore")
 NO_JUDGE = "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"
 
 
-def judge_summary(ctx: registry.Context, values: dict[str, list]) -> dict[str, Any]:
-    """Per-rating parse failures, scored items and judge mode of the AdaptEval judge, from its
-    per-document values and what it recorded (no second call)."""
-    wanted = ctx.options["judge_metrics"]
-    nan = {m: sum(1 for v in values[m] if math.isnan(v)) for m in wanted}
-    failed = ctx.record.get("judge_failed", {})
-    return {"parse_failures": {m: failed.get(m, {}).get("parse", 0) for m in wanted},
-            "failed": {m: failed.get(m, {}) for m in wanted},
-            "n_scored": {m: len(values[m]) - nan[m] for m in wanted},
-            "judge_mode": ctx.record.get("judge_mode", {}), "usage": ctx.record.get("judge_usage"),
-            "judge": ctx.judge.describe()}
-
-
-#: corpus keys whose interval is not computed: each resample would recompute the metric from
-#: the texts (corpus BLEU / chrF re-tokenise every text: ~0.1 s per 500 short questions, so
-#: minutes per 1000 resamples; MAUVE refits its clustering: hours); numeric items are cheap
-NOT_BOOTSTRAPPED = {
-    "sacrebleu": "corpus BLEU recomputed from the texts per resample: too slow for a default run",
-    "chrf": "corpus chrF recomputed from the texts per resample: too slow for a default run",
-    "mauve": "MAUVE refits its feature clustering per resample: too slow for a default run",
-}
-
-
 def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ctx: registry.Context,
               n_boot: int, seed: int) -> tuple[dict[str, Any], dict[str, str]]:
     """(key -> [low, high] or None, key -> why None): the percentile bootstrap 95% interval of
@@ -63,7 +40,9 @@ def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ct
 
     ``mean`` / ``nanmean`` keys resample the per-document values; a ``corpus`` key
     recomputes its corpus function (:func:`registry.aggregate`) on the resampled items,
-    unless :data:`NOT_BOOTSTRAPPED` says that is too slow; a ``sum`` key is a count of
+    unless its record says why that is too slow (``Key.no_interval``: corpus BLEU and
+    chrF re-tokenise every text, ~0.1 s per 500 short questions, so minutes per 1000
+    resamples; MAUVE refits its clustering: hours); a ``sum`` key is a count of
     events in this file, not an estimate, and gets none.
     """
     from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
@@ -71,15 +50,15 @@ def intervals(fam: registry.Family, keys: list[str], scored: dict[str, list], ct
     out: dict[str, Any] = {}
     why: dict[str, str] = {}
     for key in keys:
-        agg = fam.key(key).aggregation
+        agg, skip = fam.key(key).aggregation, fam.key(key).no_interval
         if agg in ("mean", "nanmean"):
             out[key] = list(bootstrap_interval(scored[key], agg, n_boot, seed))
-        elif agg == "corpus" and key not in NOT_BOOTSTRAPPED:
+        elif agg == "corpus" and not skip:
             out[key] = list(bootstrap_interval(
                 scored[key], lambda items, k=key: registry.aggregate(fam, k, items, ctx), n_boot, seed))
         else:
             out[key] = None
-            why[key] = NOT_BOOTSTRAPPED.get(key, "a count of events in this file, not an estimate")
+            why[key] = skip or "a count of events in this file, not an estimate"
     return out, why
 
 
@@ -204,9 +183,10 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
                 raise
             summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
             scored = battery.missing_values(fam, len(batch))
-        # the chosen keys, plus per-document lists beyond the family's keys (fm_detail,
-        # which explains the facet score and so goes with it)
-        shown = keys + [k for k in scored if k not in fam.key_names and (k != "fm_detail" or "fm" in keys)]
+        # the chosen keys, plus per-document lists beyond the family's keys (a detail list,
+        # fm_detail, only with the key it explains)
+        shown = keys + [k for k in scored if k not in fam.key_names
+                        and (k not in fam.detail_lists or fam.detail_lists[k] in keys)]
         for i, row in enumerate(per_sample):
             row.update({k: scored[k][i] for k in shown})
         for key in keys:
@@ -215,12 +195,9 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
             fam_ci, fam_why = intervals(fam, keys, scored, ctx, args.bootstrap, args.seed)
             ci.update(fam_ci)
             ci_why.update(fam_why)
-        record = dict(ctx.record)
-        if name == "judge":
-            summary["judge"] = judge_summary(ctx, scored)
-        elif name == "fm":
-            summary["fm_judge"] = {**record.pop("fm_judge", {}), "judge": ctx.judge.describe()}
-        summary["record"].update(record)
+        sections = fam.summary(ctx, scored) if fam.summary is not None else {}
+        summary.update(sections)
+        summary["record"].update({k: v for k, v in ctx.record.items() if k not in sections})
     summary["bootstrap"] = {"resamples": args.bootstrap, "seed": args.seed, "confidence": 0.95,
                             "method": "percentile; documents resampled with replacement, the same resamples "
                                       "for every key"}
@@ -320,5 +297,4 @@ def summary_text(path: Path, summary: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NOT_BOOTSTRAPPED", "NO_JUDGE", "agreement", "check_outputs", "intervals", "judge_summary",
-           "output_paths", "rescore", "score_file", "summary_text"]
+__all__ = ["NO_JUDGE", "agreement", "check_outputs", "intervals", "output_paths", "rescore", "score_file", "summary_text"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from custom_metrics import battery, judge_metrics, registry
+from custom_metrics import battery, registry
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import scoring_context, settings
 from lm_eval_tasks.catalog import UnknownTask
@@ -58,27 +58,30 @@ def task_selection(task: str | None) -> dict[str, list[str]]:
 
 def family_options(name: str, keys: list[str], args: Options, task: str | None,
                    benchmark: str) -> dict[str, Any]:
-    """``Context.options`` of one family: what the chosen keys and the flags ask of it."""
-    if name == "judge":
-        wanted = [k for k in judge_metrics.JUDGE_METRICS if k in keys] or list(judge_metrics.JUDGE_METRICS)
-        return {"judge_metrics": wanted, "max_document_words": args.max_document_words}
-    if name == "fm":
-        # details always: they carry the scored/failure counts of the summary's fm_judge
-        vanilla = "fm_vanilla" in keys
-        return {"fm_facets": "fm" in keys or not vanilla, "fm_vanilla": vanilla, "keep_details": True}
-    if name == "dvo" and args.vocabulary:
-        return {"vocabulary_file": args.vocabulary}
-    if task and benchmark:  # what the task's own benchmark gives the family (CCSBench's focus prompt)
-        from lm_eval_tasks.benchmarks import family_options as benchmark_options
-        from lm_eval_tasks.catalog import lookup
+    """``Context.options`` of one family: what the task's benchmark gives it (CCSBench's focus
+    prompt), what the chosen keys ask of it (its record's ``select``), and the flags'
+    options its record declares it takes (``max_document_words``, ``vocabulary_file``)."""
+    fam = registry.get(name)
+    out: dict[str, Any] = benchmark_options(name, args, task, benchmark)
+    if fam.select is not None:
+        out.update(fam.select(keys))
+    flags = {"max_document_words": args.max_document_words, "vocabulary_file": args.vocabulary}
+    out.update({k: v for k, v in flags.items() if k in fam.options and v not in (None, "")})
+    return out
 
-        try:
-            spec = lookup(task)
-        except UnknownTask:
-            return {}
-        if spec.benchmark == benchmark:
-            return benchmark_options(spec, name, args.metadata)
-    return {}
+
+def benchmark_options(name: str, args: Options, task: str | None, benchmark: str) -> dict[str, Any]:
+    """What the task's own benchmark gives family ``name`` (empty for another benchmark's task)."""
+    if not (task and benchmark):
+        return {}
+    from lm_eval_tasks.benchmarks import family_options as provided
+    from lm_eval_tasks.catalog import lookup
+
+    try:
+        spec = lookup(task)
+    except UnknownTask:
+        return {}
+    return provided(spec, name, args.metadata) if spec.benchmark == benchmark else {}
 
 
 def family_context(name: str, keys: list[str], args: Options, task: str | None, benchmark: str,
@@ -97,8 +100,8 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
     """
     if "vocabulary" in fam.needs and not ctx.options.get("vocabulary_file") and not ctx.subset:
         raise ScoreError(f"metric '{fam.name}': give --vocabulary FILE or --benchmark/--domain ({why})")
-    if fam.name == "judge" and not ctx.subset:
-        raise ScoreError(f"judge metrics: give --domain ({why})")
+    if "domain" in fam.needs and not ctx.subset:
+        raise ScoreError(f"{fam.name} metrics: give --domain ({why})")
     try:
         if fam.check is not None and settings.resolve(args.metadata, "preflight"):
             fam.check(ctx)
@@ -110,9 +113,8 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
 
 
 def reads_document(selection: dict[str, list[str]]) -> list[str]:
-    """The chosen keys whose scorer reads the source document (the judge's prompts, BLANC)."""
-    return [k for name, keys in selection.items() for k in keys
-            if name == "judge" or k in ("blanc_help", "blanc_tune")]
+    """The chosen keys whose family needs the source document (the judge's prompts, BLANC)."""
+    return [k for name, keys in selection.items() for k in keys if "document" in registry.get(name).needs]
 
 
 __all__ = ["family_context", "family_options", "parse_metrics", "preflight", "reads_document",

@@ -137,8 +137,64 @@ def test_every_setting_a_family_names_exists():
     from lm_eval_tasks.settings import SETTINGS
 
     unknown = sorted(f"{fam.name}: {key}" for fam in registry.all_families()
-                     for key in (*fam.settings, fam.model_setting) if key and key not in SETTINGS)
+                     for key in (*fam.reads, *fam.recorded.values()) if key not in SETTINGS)
     assert unknown == []
+    judged = [fam for fam in registry.all_families() if "judge" in fam.needs]
+    assert judged and all({"judge_model", "judge_concurrency", "judge_timeout"} <= set(f.reads) for f in judged)
+
+
+def test_the_judge_settings_table_maps_rows_to_config_fields():
+    from custom_metrics.judge import JudgeConfig
+    from custom_metrics.judge.config import SETTINGS as JUDGE_SETTINGS
+    from lm_eval_tasks.settings import SETTINGS
+
+    fields = JudgeConfig.__dataclass_fields__
+    assert sorted(k for k in JUDGE_SETTINGS if k not in SETTINGS) == []
+    assert sorted(f for f in JUDGE_SETTINGS.values() if f not in fields) == []
+    assert JUDGE_SETTINGS["judge_concurrency"] == "max_concurrency"
+
+
+def test_every_setting_a_family_module_reads_is_declared_by_its_families():
+    """``ctx.settings.get("x")`` in a family's module, with ``x`` in none of its records'
+    settings, would read None whatever the user set (meteor's ``use_wordnet`` did)."""
+    import importlib
+    import re
+
+    from custom_metrics import registry
+
+    modules: dict[str, set[str]] = {}
+    for fam in registry.all_families():
+        modules.setdefault(fam.score.__module__, set()).update(fam.reads)
+    read = re.compile(r"""ctx\.settings(?:\.get\(|\[)\s*["'](\w+)["']""")
+    undeclared = sorted(f"{name}: {key}" for name, declared in modules.items()
+                        for key in read.findall(Path(importlib.import_module(name).__file__).read_text())
+                        if key not in declared)
+    assert len(modules) > 10
+    assert undeclared == []
+
+
+def test_a_family_needing_an_unknown_capability_fails_when_declared():
+    import pytest
+
+    from custom_metrics.registry import NEEDS, Family
+
+    with pytest.raises(ValueError, match="needs \\['judg'\\] not among"):
+        Family(name="x", keys=(), score=lambda b, c: {}, description="", source="", needs=("judg",))
+    assert {"judge", "vocabulary", "document", "domain"} <= set(NEEDS)
+
+
+def test_a_family_reading_a_missing_setting_is_one_suite_error(monkeypatch):
+    import pytest
+
+    from custom_metrics import registry
+    from custom_metrics.errors import SuiteError
+    from lm_eval_tasks import scoring_context
+
+    fake = registry.Family(name="fake", keys=(), score=lambda b, c: {}, description="", source="",
+                           settings=("rouge_stemming", "no_such_setting"))
+    monkeypatch.setattr(registry, "get", lambda name: fake)
+    with pytest.raises(SuiteError, match="metric family fake reads no_such_setting, which"):
+        scoring_context.family_context("fake")
 
 
 def test_an_unknown_family_is_a_suite_error_naming_the_close_ones():

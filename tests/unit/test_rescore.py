@@ -303,3 +303,28 @@ def test_bootstrap_interval_is_a_numpy_percentile_bootstrap():
     want = tuple(np.nanpercentile(direct, [2.5, 97.5]))
     assert bootstrap.bootstrap_interval(with_nan, "nanmean", 500, seed=5) == pytest.approx(want, abs=1e-15)
     assert all(math.isnan(x) for x in bootstrap.bootstrap_interval([], "mean", 100, seed=1))
+
+
+def test_family_options_and_document_needs_come_from_the_records(tmp_path):
+    """What rescore hands a family is what its record declares: the judge asks only the
+    chosen ratings and takes the document budget, FM skips the calls of the key not chosen,
+    DVO takes the vocabulary file; a family that declares none of these gets none of them."""
+    from lm_eval_tasks.rescoring.options import Options
+    from lm_eval_tasks.rescoring.selection import family_options, reads_document
+
+    vocab = str(tmp_path / "v.tsv")
+    args = Options(vocabulary=vocab, max_document_words=50)
+    assert family_options("judge", ["coherence"], args, None, "") == {"judge_metrics": ["coherence"],
+                                                                      "max_document_words": 50}
+    assert family_options("judge", ["judge_parse_failures"], Options(), None, "")["judge_metrics"] == [
+        "domain_adaptation", "coherence", "fluency"]
+    assert family_options("fm", ["fm_vanilla"], args, None, "") == {"fm_facets": False, "fm_vanilla": True,
+                                                                    "keep_details": True}
+    assert family_options("fm", ["fm", "fm_vanilla"], args, None, "")["fm_facets"] is True
+    assert family_options("dvo", ["dvo"], args, None, "") == {"vocabulary_file": vocab}
+    assert family_options("dvo", ["dvo"], Options(), None, "") == {}
+    assert family_options("rouge", ["rouge1"], args, None, "") == {}
+    chosen = {"rouge": ["rouge1"], "judge": ["coherence"], "blanc_help": ["blanc_help"], "fm": ["fm"]}
+    assert reads_document(chosen) == ["coherence", "blanc_help"]
+    assert [f.name for f in registry.all_families() if "document" in f.needs] == ["blanc_help", "blanc_tune",
+                                                                                   "judge"]

@@ -8,18 +8,40 @@ cannot run stops with :class:`~custom_metrics.analysis.errors.MetaEvalError` nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from custom_metrics import model_cache
+from custom_metrics import model_cache, registry
 from custom_metrics.analysis.errors import MetaEvalError
 
-#: names computed outside the metric table: sentence-level chrF (the table's chrF is a
-#: corpus number) and the FM judge (pairs of references and candidates, no document)
-SPECIAL = ("chrf", "fm")
+def _sentence_chrf(refs: list[str], cands: list[str], info: dict[str, Any], **_: Any) -> dict[str, list]:
+    """Sentence-level chrF per summary (the table's chrF is a corpus number)."""
+    from custom_metrics.bleu import sentence_chrf_scores
+
+    return {"our_chrf": sentence_chrf_scores(cands, refs)}
+
+
+def _fm_pairs(refs: list[str], cands: list[str], info: dict[str, Any], *, judge_config: Any,
+              fm_variant: str, **_: Any) -> dict[str, list]:
+    """FM and its vanilla rating per summary, from (reference, candidate) pairs with no
+    document; nothing (and a note in ``info``) without a judge."""
+    from custom_metrics.fm import fm_scores
+
+    out = fm_scores(refs, cands, judge_config, variant=fm_variant)
+    if out is None:
+        info["fm"] = "skipped: no judge configured"
+        return {}
+    info["fm"] = {"n_scored": out["n_scored"], "failures": out["failures"], "usage": out["usage"]}
+    return {f"our_{key}": [np.nan if it[key] is None else it[key] for it in out["per_item"]]
+            for key in ("fm", "fm_vanilla")}
+
+
+#: names computed here, outside the metric table's per-document values, -> the function that
+#: adds their columns (and notes in ``info``): sentence-level chrF and the FM judge
+SPECIAL: dict[str, Callable[..., dict[str, list]]] = {"chrf": _sentence_chrf, "fm": _fm_pairs}
 
 #: --compute name -> the one key whose per-document values become column ``our_<key>``
 #: (the papers correlate ROUGE-L and BERTScore F1); any other family of the metric table
@@ -30,8 +52,6 @@ BATTERY_KEYS = {"rouge": "rougeL", "bertscore": "bertscore_f1"}
 def computable() -> tuple[str, ...]:
     """Every ``--compute`` name: the special ones and each metric-table family with a
     per-document key that needs no judge (a new family is computable with no edit here)."""
-    from custom_metrics import registry
-
     table = [f.name for f in registry.all_families()
              if "judge" not in f.needs and f.name not in SPECIAL
              and any(k.aggregation != "corpus" for k in f.keys)]
@@ -40,8 +60,6 @@ def computable() -> tuple[str, ...]:
 
 def _columns(name: str) -> list[str]:
     """The keys of family ``name`` that become ``our_<key>`` columns."""
-    from custom_metrics import registry
-
     if name in BATTERY_KEYS:
         return [BATTERY_KEYS[name]]
     return [k.name for k in registry.get(name).keys if k.aggregation != "corpus"]
@@ -54,8 +72,9 @@ def _texts(df: pd.DataFrame, *columns: str) -> list[str]:
 
 
 def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], cands: list[str],
-                     config: dict[str, Any]) -> dict[str, list[float]]:
-    """Per-summary values of the battery metrics in ``names``, one battery call.
+                     config: dict[str, Any]) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Per-summary values of the battery metrics in ``names``, one battery call, and the
+    facts those families recorded about how they scored (METEOR's matching stages).
 
     Why the battery: its per-document values are the numbers a harness run averages,
     so a correlation is computed on exactly the metric the suite reports. A metric the
@@ -70,10 +89,8 @@ def _battery_columns(df: pd.DataFrame, names: Sequence[str], refs: list[str], ca
     for item in facts["skipped"]:
         if item["metric"] in families:
             raise MetaEvalError(f"--compute {item['metric']} cannot run: {item['reason']}")
-    out: dict[str, Any] = {key: values[key] for name in families for key in _columns(name)}
-    if "meteor" in families:
-        out["meteor_matching"] = facts["details"]["meteor_matching"]
-    return out
+    details = {k: v for name in families for k, v in facts["contexts"][name].details.items()}
+    return {key: values[key] for name in families for key in _columns(name)}, details
 
 
 def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: str | None = None,
@@ -108,7 +125,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     info: dict[str, Any] = {}
     battery: dict[str, Any] = {}
     stemming: bool | None = None
-    if "rouge" in which:
+    if any("rouge_stemming" in registry.get(n).settings for n in which):  # whose records read it
         from custom_metrics.rouge import stemming_for
 
         try:
@@ -118,33 +135,20 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
         info["rouge_stemming"] = stemming
     if any(n not in SPECIAL for n in which):
         try:
-            battery = _battery_columns(df, which, refs, cands, {
+            battery, details = _battery_columns(df, which, refs, cands, {
                 "bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers,
                 "ppl_model": ppl_model, "blanc_model": blanc_model, "progress": progress,
                 "rouge_stemming": stemming})
         finally:  # the scorer models are done with: free them (custom_metrics.model_cache)
             model_cache.release()
-    if "meteor_matching" in battery:
-        info["meteor_matching"] = battery.pop("meteor_matching")
+        info.update(details)
     for name in which:  # columns in the order asked: the tables list them so
-        if name not in SPECIAL:
-            for key in _columns(name):
-                df[f"our_{key}"] = battery[key]
-        elif name == "chrf":
-            from custom_metrics.bleu import sentence_chrf_scores
-
-            df["our_chrf"] = sentence_chrf_scores(cands, refs)
-        elif name == "fm":
-            from custom_metrics.fm import fm_scores
-
-            out = fm_scores(refs, cands, judge_config, variant=fm_variant)
-            if out is None:
-                info["fm"] = "skipped: no judge configured"
-                continue
-            df["our_fm"] = [np.nan if it["fm"] is None else it["fm"] for it in out["per_item"]]
-            df["our_fm_vanilla"] = [np.nan if it["fm_vanilla"] is None else it["fm_vanilla"]
-                                    for it in out["per_item"]]
-            info["fm"] = {"n_scored": out["n_scored"], "failures": out["failures"], "usage": out["usage"]}
+        if name in SPECIAL:
+            columns = SPECIAL[name](refs, cands, info, judge_config=judge_config, fm_variant=fm_variant)
+        else:
+            columns = {f"our_{key}": battery[key] for key in _columns(name)}
+        for column, values in columns.items():
+            df[column] = values
     return info
 
 
