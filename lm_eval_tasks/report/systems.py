@@ -439,8 +439,8 @@ def same_model_notes(systems: Sequence[System], labels: Mapping[Identity, str]) 
         differing = [n.removeprefix("gen_kwargs.") for n in names
                      if len({dict(s.settings).get(n) for s in _among(list(group.values()), n)}) > 1]
         notes.append(f"{', '.join(sorted(labels[i] for i in group))}: one model run with different "
-                     f"settings ({', '.join(differing)}); reported as separate systems, never compared "
-                     "across settings")
+                     f"settings ({', '.join(differing)}); reported as separate systems, never pooled (the "
+                     "significance table compares them pair by pair on the documents both logged)")
     return notes
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import ROOT, report_table, run_lm_eval, subprocess_env
 from lm_eval_tasks.commands import report
-from helpers.report import _scipy_paired
+from helpers.report import _scipy_paired, holm_adjusted as _holm
 
 
 TASKS_0 = ["domainsum_cnndm", "domainsum_samsum"]
@@ -201,16 +201,6 @@ def test_html_is_self_contained_and_embeds_every_figure(report_runs):
     assert page.tables == md.count("\n| ---") + md.count("\n|---") + 1  # every table, plus the runs table
     for ext in ("md", "csv", "tex"):
         assert (out / "tables" / f"domainsum_settings.{ext}").is_file()
-
-
-def _holm(ps: list[float]) -> list[float]:
-    """Holm's step-down adjustment, written out here from its definition (Holm 1979)."""
-    order = sorted(range(len(ps)), key=lambda i: ps[i])
-    out, running = [0.0] * len(ps), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
-        out[i] = running
-    return out
 
 
 def _side(label: str) -> str:

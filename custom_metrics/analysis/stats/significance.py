@@ -15,7 +15,9 @@ DomainSum's geometric mean of the ROUGE-1/2/L means):
   pair of scores is swapped with probability 1/2. The convention is exactly that of
   ``scipy.stats.permutation_test(..., permutation_type="samples")``: every one of the
   ``2**n`` swap patterns when that number is at most ``n_resamples`` (exact test),
-  else ``n_resamples`` random patterns with the ``+1`` correction; the two-sided
+  else ``n_resamples`` random patterns with the ``+1`` correction (row ``i`` of
+  ``numpy.random.default_rng(seed).random((n_resamples, n)) < 0.5``, drawn in blocks of
+  :data:`BLOCK` rows from that one generator: the same patterns); the two-sided
   p-value is twice the smaller one-sided p-value, clipped to 1, and values within
   ``100 * eps * |delta|`` of the observed one count as equal (widened to ``1e-9`` times the
   largest null value, so scores given to a few decimals tie where they tie in theory).
