@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from custom_metrics import registry
 from lm_eval_tasks.catalog import TaskSpec
 from lm_eval_tasks.data.loader import DEFAULT_FIELDS, HUB_SOURCES, DataError, json_lines, mirror_path, \
     resolve_data_dir, validate_record
@@ -71,7 +72,8 @@ def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
     from lm_eval_tasks.data.user_files import capped, first_problem, read_split
 
     problems = []
-    for split in ["test"] + (["train"] if spec.shots or "dvo" in spec.families else []):
+    vocabulary = any("vocabulary" in registry.get(f).needs for f in spec.families)  # built from the train split
+    for split in ["test"] + (["train"] if spec.shots or vocabulary else []):
         problem = first_problem(spec.source, split, spec.name)
         if problem is None and spec.source.format != "hub":
             try:
