@@ -50,6 +50,11 @@ def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None =
     n = spec.shots if shots is None else shots
 
     docs, report = module.build_docs(spec.subset, n, spec.name, dict(metadata or {}), split=split)
+    if "data_source" not in report:  # where the documents came from, for the report's provenance
+        from lm_eval_tasks.data.loader import split_source
+
+        report = {**report, "data_source": split_source(spec.benchmark, spec.subset, split,
+                                                        (metadata or {}).get("data_dir"))}
     kept, empty = drop_empty(docs)
     if empty:
         log.warning("%s: %d %s record(s) with an empty document or reference summary left out: %s",

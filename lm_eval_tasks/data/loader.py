@@ -52,6 +52,23 @@ def mirror_path(data_dir: Path, benchmark: str, subset: str, split: str) -> Path
     return Path(data_dir) / benchmark / subset / f"{split}.jsonl"
 
 
+def split_source(benchmark: str, subset: str, split: str, data_dir: str | os.PathLike | None = None,
+                 hub_path: str | None = None) -> str:
+    """Where :func:`load_split` reads ``split`` from, in words (the run records it as
+    ``data_source``, and the report's provenance shows it): the user's file, the mirror's
+    file, or the hub dataset; the same order :func:`load_split` follows."""
+    source = user_source(benchmark, subset)
+    if source is not None:
+        return source.where(split)
+    root = resolve_data_dir(data_dir)
+    if root is not None:
+        return str(mirror_path(root, benchmark, subset, split))
+    src = HUB_SOURCES.get((benchmark, subset))
+    if src is None:
+        return "no source"
+    return f"hub {hub_path or src.path}{f' ({src.name})' if src.name else ''}, split {src.splits.get(split, split)}"
+
+
 def iter_jsonl(
     path: Path, required: Sequence[str] = DEFAULT_FIELDS, task: str | None = None
 ) -> Iterator[dict]:

@@ -98,8 +98,11 @@ def converted_checkpoint(root: Path) -> Path:
     folder = smollm2_package_dir()
     key = f"smollm2-{(folder / GGUF_FILE).stat().st_size}-tf{transformers.__version__}"
     out = root / key
-    if not (out / "config.json").is_file() or not (out / "model.safetensors").is_file():
-        convert_gguf(folder, GGUF_FILE, out)
+    from filelock import FileLock
+
+    with FileLock(str(out) + ".lock"):  # test processes running side by side convert it once
+        if not (out / "config.json").is_file() or not (out / "model.safetensors").is_file():
+            convert_gguf(folder, GGUF_FILE, out)
     return out
 
 
