@@ -120,7 +120,7 @@ def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError)
             try:
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise error(f"{where}: invalid JSON ({exc.msg})") from None
+                raise error(f"{where}: invalid JSON ({exc.msg}: column {exc.colno})") from None
 
 
 

@@ -200,10 +200,31 @@ def written_at() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def provenance(run) -> tuple[str, str, str]:
-    """(``--limit``, where the documents came from, the split demonstrations were drawn from) of
-    a run, as its results file recorded them: a paper's two-shot numbers need the paper's pool,
-    and a limited run is not the full test set."""
+def empty_generations(run) -> tuple[int, int] | None:
+    """(empty generations, generations) of a run as its results recorded them (``generation``),
+    None when not recorded. Why on the page: an empty summary scores 0 on every metric, so a
+    low row may be a model that stopped at once (an instruct model without its chat template)."""
+    gen = run.record.get("generation") or {}
+    if not isinstance(gen, dict) or "generations" not in gen:
+        return None
+    return len(gen.get("empty_ids") or ()), int(gen["generations"])
+
+
+def empty_notes(runs: Runs) -> list[str]:
+    """One note per run whose generations were partly or wholly empty."""
+    out = []
+    for r in sorted(runs.runs, key=lambda r: (r.system.label, r.task)):
+        found = empty_generations(r)
+        if found and found[0]:
+            out.append(f"{r.system.label}, {r.task}: {found[0]} of {found[1]} generations are empty and score 0 "
+                       "on every metric (an instruct model often needs --apply_chat_template)")
+    return out
+
+
+def provenance(run) -> tuple[str, str, str, str]:
+    """(``--limit``, where the documents came from, the split demonstrations were drawn from,
+    empty generations) of a run, as its results file recorded them: a paper's two-shot numbers
+    need the paper's pool, and a limited run is not the full test set."""
     try:
         limit = (json.loads(run.results_file.read_text(encoding="utf-8")).get("config") or {}).get("limit")
     except (OSError, ValueError):
@@ -211,7 +232,8 @@ def provenance(run) -> tuple[str, str, str]:
     pool = run.record.get("demo_pool") if run.shots else None
     return ("none" if limit is None else f"{limit:g}" if isinstance(limit, (int, float)) else str(limit),
             str(run.record.get("data_source") or run.record.get("data_dir") or "not recorded"),
-            str(pool or ("—" if not run.shots else "not recorded")))
+            str(pool or ("—" if not run.shots else "not recorded")),
+            "not recorded" if (found := empty_generations(run)) is None else f"{found[0]} of {found[1]}")
 
 
 def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str], sources: Sequence[str],
@@ -245,7 +267,8 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 system instruction, generation, prompt budgets, judge); its settings are those it was run with beyond the
 defaults.</p>
 <div class="scroll"><table><thead><tr><th>System</th><th>Settings</th><th>Task</th><th>Setting</th>
-<th>Documents</th><th>--limit</th><th>Document set</th><th>Demonstration pool</th><th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
+<th>Documents</th><th>--limit</th><th>Document set</th><th>Demonstration pool</th><th>Empty generations</th>
+<th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
  if all_notes else ""}""")
 

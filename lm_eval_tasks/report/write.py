@@ -43,7 +43,7 @@ from custom_metrics.outputs import OutputExistsError, check_folder, output_folde
 from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_tables import paper_tables, terms as paper_terms
-from lm_eval_tasks.report.page import Numbered, definitions, markdown, page, write_scores_csv, write_tables
+from lm_eval_tasks.report.page import Numbered, definitions, empty_notes, markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs
 from lm_eval_tasks.report.tables import Builder, Options
 from lm_eval_tasks.results import parse_folder_spec
@@ -102,7 +102,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     steps.update(1)
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)
-    notes = list(dict.fromkeys([*runs.problems, *builder.notes]))  # each once, in order
+    notes = list(dict.fromkeys([*runs.problems, *empty_notes(runs), *builder.notes]))  # each once, in order
     files = write_tables(out, tables)
     files.append(write_scores_csv(out / "scores.csv", builder))
     ordered = in_order(verdicts(builder.shown), [t.name for t in tables])

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, report_table, run_lm_eval, subprocess_env
+from conftest import ROOT, own_samples, report_table, run_lm_eval, subprocess_env
 from lm_eval_tasks.commands import report
 from helpers.report import _scipy_paired, holm_adjusted as _holm
 
@@ -309,17 +309,20 @@ def test_rescore_refuses_a_prediction_table_without_task_or_benchmark(tmp_path):
 
 
 def test_the_runs_table_shows_limit_document_set_and_demonstration_pool(report_runs):
-    """Provenance from each results file: --limit, where the documents came from and, for a
-    two-shot run, the split its demonstrations were drawn from (a mirror without the paper's
-    pool falls back to another split, and only this column shows it)."""
+    """Provenance from each results file: --limit, where the documents came from, for a
+    two-shot run the split its demonstrations were drawn from (a mirror without the paper's
+    pool falls back to another split, and only this column shows it), and how many
+    generations were empty."""
     text = (report_runs["out"] / "report.html").read_text(encoding="utf-8")
     section = text[text.index('<h2 id="runs">'):]
     rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(<td.*?)</tr>", section)]
     assert len(rows) == 10
-    for system, _settings, task, _setting, n, limit, source, pool, results_name in rows:
+    for system, _settings, task, _setting, n, limit, source, pool, empty, results_name in rows:
         [results] = [p for p in report_runs["runs"].glob(f"*/{results_name}")
                      if task in json.loads(p.read_text())["configs"]]
         meta = json.loads(results.read_text())["configs"][task]["metadata"]
         assert (n, limit) == (str(LIMIT), str(LIMIT)) and source == str(meta.get("data_source") or meta["data_dir"])
         assert pool == (str(meta["demo_pool"]) if task.endswith("_2shot") else "—")
+        samples = own_samples(results.parent, task)  # empty generations recounted from the logged ones
+        assert empty == f"{sum(not s['resps'][0][0].strip() for s in samples)} of {len(samples)}", task

@@ -90,6 +90,19 @@ def test_both_runs_summarized_the_24_documents(pair):
         assert sum(bool(s["resps"][0][0].strip()) for s in by_doc.values()) >= DOCS // 2, label
 
 
+def test_the_page_says_how_many_generations_were_empty(pair):
+    """An empty summary scores 0 everywhere: the page's notes and Runs table give each run's
+    count, which the test recounts from the logged generations."""
+    md = (pair["out"] / "report.md").read_text(encoding="utf-8")
+    page = (pair["out"] / "report.html").read_text(encoding="utf-8")
+    for label, by_doc in pair["samples"].items():
+        empty = sum(not s["resps"][0][0].strip() for s in by_doc.values())
+        system = f"{pair['system']} (chat)" if label == "chat" else pair["system"]
+        note = f"{system}, {TASK}: {empty} of {DOCS} generations are empty"
+        assert (note in md and note in page) == (empty > 0), (label, empty)
+        assert f"<td>{empty} of {DOCS}</td>" in page, label
+
+
 def test_first_table_is_domainsum_table2_with_the_papers_rows(pair):
     out, name = pair["out"], pair["system"]
     md = (out / "report.md").read_text(encoding="utf-8")
