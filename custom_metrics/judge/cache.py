@@ -142,8 +142,15 @@ class JudgeCache:
     """SQLite store of judge answers (JSON), one row per cache key, and of claims.
 
     WAL mode lets other processes read while we write (and us read while they
-    write); ``synchronous=NORMAL``
-    survives a killed process (not a power cut) at a fraction of the fsync cost.
+    write). ``synchronous=NORMAL``: a commit appends to the WAL file without waiting for
+    the disk (the WAL is synced at checkpoints), at a fraction of the cost of a sync per
+    commit. What it may lose: nothing when the process is killed (the OS holds what was
+    written); after a power cut or an OS crash, the transactions of the last moments.
+    Why that never makes one run pay twice: the runs that could have used those answers
+    or honoured those claims stopped with the machine; a rerun finds the items missing and
+    requests them once each (claims lost with them belong to owners that no longer run).
+    What such a cut costs is those answers paid again, once, as an interruption before
+    their commit would.
     One connection per path and process, guarded by a lock, so the event loop and
     worker threads may share it. Transactions are explicit (``BEGIN IMMEDIATE``):
     a claim must be decided under the write lock, or two runs could both find an
