@@ -94,6 +94,25 @@ def mask_obj(obj: Any, secrets: Sequence[str] | None = None) -> Any:
     return obj
 
 
+def masked_json(obj: Any, secrets: Sequence[str]) -> tuple[Any, str]:
+    """``obj`` masked as :func:`mask_obj` masks it, and its JSON text (``ensure_ascii=False``,
+    as the judge cache stores rows); ``obj`` itself when nothing in it needs masking.
+
+    Why: the judge cache masks and serializes two values per answer, and walking them
+    string by string cost more than serializing them. Serializing first settles the
+    common case in one pass: JSON escapes a string character by character, so a
+    secret, ``://`` or ``=`` (the triggers of the URL patterns) inside any string
+    shows in the text as the same characters, or for a secret as its escaped form;
+    when the text has none of them no string needs masking. Otherwise the value is
+    masked string by string as before.
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    if "://" in text or "=" in text or any(s in text or json.dumps(s, ensure_ascii=False)[1:-1] in text
+                                           for s in secrets):
+        obj = mask_obj(obj, secrets)
+        text = json.dumps(obj, ensure_ascii=False)
+    return obj, text
+
 
 # ------------------------------------------------------------------ keys before sending
 

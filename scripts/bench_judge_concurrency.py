@@ -16,7 +16,13 @@ process and thread. Printed: wall time, requests per second, CPU ms per call, an
 ratios the goal is stated in: suite throughput / the plain client's best, and suite CPU
 per call / the plain client's at that concurrency (goal: >= 0.9 and <= 1.1).
 
+``--transformers-serve`` measures ``transformers serve`` instead, with the SmolLM2-135M-Instruct
+checkpoint of ``scripts/smollm2_checkpoint.py`` preloaded on the CPU (offline, as the
+real-model tests start it), once without and once with ``--continuous-batching``;
+``--serve`` measures a server already running.
+
     OMP_NUM_THREADS=1 python scripts/bench_judge_concurrency.py [--calls 400] [--latency 0.2]
+    OMP_NUM_THREADS=1 python scripts/bench_judge_concurrency.py --transformers-serve --calls 40
     python scripts/bench_judge_concurrency.py --serve http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-0.5B-Instruct
 """
 
@@ -116,13 +122,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serial-calls", type=int, default=100)
     ap.add_argument("--serve", help="an OpenAI-compatible URL to measure instead of the stubs")
     ap.add_argument("--model", default="stub-judge")
+    ap.add_argument("--transformers-serve", action="store_true",
+                    help="measure `transformers serve` (SmolLM2-135M-Instruct on the CPU), without and with "
+                         "--continuous-batching")
+    ap.add_argument("--serve-threads", type=int, default=1, help="the server's threads (--transformers-serve)")
     ap.add_argument("--stub-server", nargs=2, type=float, metavar=("LATENCY", "SLOTS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.stub_server:
         return _serve_stub(args.stub_server[0], int(args.stub_server[1]))
     if args.serve:
-        ratio, cpu_ratio = compare("server", args.serve, args.model, args.calls, PLAIN_CONCURRENCY)
+        compare("server", args.serve, args.model, args.calls, PLAIN_CONCURRENCY)
         return 0
+    if args.transformers_serve:
+        results = _transformers_serve(args.calls, args.serve_threads)
+        print(_goal(results, "both servers"))
+        return 0  # a real server's figures are reported, never a failure (the stubs are the check)
     results = []
     for name, latency, slots, calls in (("batching-16", args.latency, 16, args.calls),
                                         ("serial", args.serial_latency, 1, args.serial_calls)):
@@ -135,9 +149,31 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             child.stdin.close()  # type: ignore[union-attr]
             child.wait(timeout=30)
-    ok = all(r >= 0.9 and c <= 1.1 for r, c in results)
-    print(f"goal (throughput >= 0.9x, CPU per call <= 1.1x, both servers): {'met' if ok else 'NOT met'}")
-    return 0 if ok else 1
+    print(_goal(results, "both servers"))
+    return 0 if _met(results) else 1
+
+
+def _met(results: list[tuple[float, float]]) -> bool:
+    return all(r >= 0.9 and c <= 1.1 for r, c in results)
+
+
+def _goal(results: list[tuple[float, float]], what: str) -> str:
+    return f"goal (throughput >= 0.9x, CPU per call <= 1.1x, {what}): {'met' if _met(results) else 'NOT met'}"
+
+
+def _transformers_serve(calls: int, threads: int) -> list[tuple[float, float]]:
+    """``transformers serve`` with SmolLM2 on the CPU, without then with continuous batching."""
+    from helpers.real_models import converted_checkpoint, serve
+
+    checkpoint = converted_checkpoint((Path.home() / ".cache" / "domsum" / "models").resolve())
+    results = []
+    with tempfile.TemporaryDirectory() as logs:
+        for name, batching in (("transformers-serve", False), ("transformers-serve-cb", True)):
+            with serve(checkpoint, Path(logs) / f"{name}.log", threads=threads, continuous_batching=batching) as srv:
+                print(f"{name}: SmolLM2-135M-Instruct on the CPU, {threads} thread(s), "
+                      f"{'with' if batching else 'without'} --continuous-batching, {calls} calls")
+                results.append(compare(name, srv.base_url, srv.model, calls, PLAIN_CONCURRENCY))
+    return results
 
 
 if __name__ == "__main__":

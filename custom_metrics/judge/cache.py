@@ -48,7 +48,8 @@ from custom_metrics.judge.stats import JudgeStats
 
 log = logging.getLogger(__name__)
 
-Entry = tuple[str, str, str, Mapping[str, Any], Mapping[str, Any]]  # key, endpoint, model, request, response
+# key, endpoint, model, request, response (each a JSON-like value or its JSON text)
+Entry = tuple[str, str, str, Mapping[str, Any] | str, Mapping[str, Any] | str]
 
 
 class CacheLocked(JudgeError):
@@ -62,6 +63,11 @@ class CacheLocked(JudgeError):
     def __init__(self, path: Path, waited_s: float) -> None:
         super().__init__(f"the judge cache {path} is locked by another process")
         self.waited_s = waited_s
+
+
+def _text(value: Mapping[str, Any] | str) -> str:
+    """A row's JSON column: text already serialized, or the value serialized."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _busy(exc: sqlite3.Error) -> bool:
@@ -136,8 +142,15 @@ class JudgeCache:
     """SQLite store of judge answers (JSON), one row per cache key, and of claims.
 
     WAL mode lets other processes read while we write (and us read while they
-    write); ``synchronous=NORMAL``
-    survives a killed process (not a power cut) at a fraction of the fsync cost.
+    write). ``synchronous=NORMAL``: a commit appends to the WAL file without waiting for
+    the disk (the WAL is synced at checkpoints), at a fraction of the cost of a sync per
+    commit. What it may lose: nothing when the process is killed (the OS holds what was
+    written); after a power cut or an OS crash, the transactions of the last moments.
+    Why that never makes one run pay twice: the runs that could have used those answers
+    or honoured those claims stopped with the machine; a rerun finds the items missing and
+    requests them once each (claims lost with them belong to owners that no longer run).
+    What such a cut costs is those answers paid again, once, as an interruption before
+    their commit would.
     One connection per path and process, guarded by a lock, so the event loop and
     worker threads may share it. Transactions are explicit (``BEGIN IMMEDIATE``):
     a claim must be decided under the write lock, or two runs could both find an
@@ -307,16 +320,31 @@ class JudgeCache:
     def put_many(self, entries: Sequence[Entry], force: bool = False) -> None:
         """:meth:`put` for several answers in one transaction (those kept in memory while
         the cache was locked); :class:`CacheLocked` when the lock is still held."""
-        def body(conn: sqlite3.Connection) -> None:
+        self.write(entries, (), "", 0.0, force=force)
+
+    def write(self, entries: Sequence[Entry], claims: Sequence[str], owner: str, ttl_s: float,
+              force: bool = False) -> list[tuple[ClaimState, dict | None]]:
+        """Store ``entries`` (as :meth:`put_many`), then decide a claim by ``owner`` on each
+        key of ``claims`` (as :meth:`claim` under the write lock), all in one transaction;
+        returns the claims' states in order. :class:`CacheLocked` when the lock is held:
+        then nothing is written and no claim is made.
+
+        Why one transaction: a commit costs more than the statements it commits, and a
+        batch's answers arrive, and the next items claim, in the same moments
+        (:class:`~custom_metrics.judge.writes.WriteQueue` gathers them). Entries whose
+        request or response is already JSON text (``str``) are stored as given.
+        """
+        def body(conn: sqlite3.Connection) -> list[tuple[ClaimState, dict | None]]:
             now = time.time()
-            for key, endpoint, model, request, response in entries:
-                conn.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                             (key, endpoint, model, json.dumps(request, ensure_ascii=False),
-                              json.dumps(response, ensure_ascii=False), now))
-                conn.execute("DELETE FROM claims WHERE key = ?", (key,))
+            if entries:
+                conn.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                                 [(key, endpoint, model, _text(request), _text(response), now)
+                                  for key, endpoint, model, request, response in entries])
+                conn.executemany("DELETE FROM claims WHERE key = ?", [(e[0],) for e in entries])
+            return [self._claim_tx(conn, key, owner, ttl_s, False) for key in claims]
 
         with self._lock:
-            self._write(body, force=force)
+            return self._write(body, force=force)
 
     def __len__(self) -> int:
         with self._lock:

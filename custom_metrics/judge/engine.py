@@ -14,8 +14,10 @@ How one attempt of an item is asked and read (G-Eval ratings or a parsed text) i
   not an item, is broken.
 * **Parse failures.** An attempt without a valid score is asked again once (a new
   request: the attempt index is in the cache key), then counted as a parse failure.
-* **Answers are kept before use**: masked, written and committed to the cache as
-  they arrive, with no await between receiving and storing.
+* **Answers are kept before use**: masked and queued for the cache as they arrive,
+  with no await between receiving and queueing, and committed in the next turn of the
+  event loop together with the claims of that moment
+  (:class:`~custom_metrics.judge.writes.WriteQueue`: one transaction, not two per item).
 * **A cache another process holds locked** costs no stall and no second payment
   where it can be avoided: cached answers are still read (WAL); a claim is retried
   with backoff for up to :data:`~custom_metrics.judge.config.CACHE_CLAIM_WAIT_S`,
@@ -37,10 +39,11 @@ from typing import Any, Protocol
 from custom_metrics import secrets
 from custom_metrics.judge import config as conf
 from custom_metrics.judge.budget import BudgetExhausted
-from custom_metrics.judge.cache import CacheLocked, Entry, JudgeCache, cache_key, new_owner_id, retire_owner
+from custom_metrics.judge.cache import CacheLocked, JudgeCache, cache_key, new_owner_id, retire_owner
 from custom_metrics.judge.client import Client
 from custom_metrics.judge.config import JudgeConfig, JudgeError, JudgeRequestError, Messages, Scale
 from custom_metrics.judge.stats import ItemScore, JudgeStats
+from custom_metrics.judge.writes import WriteQueue
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,8 @@ class BatchRun:
         self.secrets = self.client.secrets
         self.owner = ""
         self.held: set[str] = set()  # keys this run has claimed and not yet answered
-        self.unsaved: list[Entry] = []  # answers received while the cache was locked, not yet written
+        self.writes: WriteQueue | None = None  # the cache's writes, one transaction per loop turn
+        self.shown_endpoint = config.shown_endpoint  # masked once, not per answer
         self.locked_since: float | None = None  # since when writes have been refused (None: not locked)
         self._heartbeat_task: asyncio.Task | None = None
         self.failures: list[JudgeRequestError] = []  # items failed for good, this batch
@@ -88,6 +92,7 @@ class BatchRun:
         await self.client.__aenter__()
         if self.cache is not None:
             self.owner = new_owner_id()
+            self.writes = WriteQueue(self.cache, self.owner, self.config.claim_ttl, self._unlocked, self._locked)
             self._heartbeat_task = asyncio.ensure_future(self._heartbeat())
         return self
 
@@ -133,35 +138,40 @@ class BatchRun:
             self.stats.cache_lock_wait_s += exc.waited_s
 
     async def _flush(self, interrupted: bool) -> None:
-        """Write the answers kept in memory while the cache was locked: retried with
-        backoff for :data:`~conf.CACHE_FLUSH_WAIT_S` (one try when interrupted); what
-        stays unsaved is counted, since a rerun pays for it again."""
-        assert self.cache is not None
+        """Write the answers still queued, or kept in memory while the cache was locked:
+        retried with backoff for :data:`~conf.CACHE_FLUSH_WAIT_S` (one try when
+        interrupted); what stays unsaved is counted, since a rerun pays for it again."""
+        assert self.cache is not None and self.writes is not None
         deadline, delay = time.monotonic() + conf.CACHE_FLUSH_WAIT_S, conf.CACHE_RETRY_MIN_S / 4
-        while self.unsaved:
+        unsaved = self.writes.puts
+        while unsaved:
             try:
-                self.cache.put_many(self.unsaved, force=True)
-                self.unsaved.clear()
+                self.cache.put_many(unsaved, force=True)
+                unsaved.clear()
             except CacheLocked as exc:
                 self._locked(exc)
                 if interrupted or time.monotonic() + delay > deadline:
                     break
                 await asyncio.sleep(delay)
                 delay *= 2
-        if self.unsaved:
-            self.stats.cache_unsaved += len(self.unsaved)
+        if unsaved:
+            self.stats.cache_unsaved += len(unsaved)
             log.warning("judge: %d answer(s) paid for in this run could not be saved: %s; a rerun pays for "
-                        "them again", len(self.unsaved), CacheLocked(self.cache.path, 0.0))
-            self.unsaved.clear()
+                        "them again", len(unsaved), CacheLocked(self.cache.path, 0.0))
+            unsaved.clear()
 
     def _unlocked(self) -> None:
         if self.locked_since is not None:
             log.info("judge: the judge cache is writable again")
         self.locked_since = None
 
-    def _claim(self, key: str, force: bool) -> tuple[str, dict | None]:
-        """:meth:`JudgeCache.claim`, or ``("locked", None)`` when its write was refused."""
-        assert self.cache is not None
+    async def _claim(self, key: str, force: bool, queued: bool) -> tuple[str, dict | None]:
+        """:meth:`JudgeCache.claim`, or ``("locked", None)`` when its write was refused.
+        ``queued``: in the write queue's next transaction (an item's first try); else at
+        once, read-only while another run's claim stands (a waiter polling)."""
+        assert self.cache is not None and self.writes is not None
+        if queued:
+            return await self.writes.claim(key)
         try:
             state = self.cache.claim(key, self.owner, self.config.claim_ttl, force=force)
         except CacheLocked as exc:
@@ -207,7 +217,7 @@ class BatchRun:
             # claim under a concurrency slot: a claim then means "in flight", not "queued"
             await self.client.slots.acquire()
             try:
-                state, hit = self._claim(key, force)
+                state, hit = await self._claim(key, force, queued=waited_since is None and not force)
             except BaseException:
                 self.client.slots.release()
                 raise
@@ -257,22 +267,15 @@ class BatchRun:
 
     def _store(self, key: str, messages: Messages, params: Mapping[str, Any], attempt: int,
                response: dict, draw: int = 0) -> dict:
-        """Keep an answer: masked, cached (releasing its claim), counted."""
-        response = secrets.mask_obj(response, self.secrets)
-        # No await between receiving and storing: once answered, the answer is kept.
-        if self.cache is not None:
+        """Keep an answer: masked, queued for the cache (releasing its claim), counted."""
+        response, response_text = secrets.masked_json(response, self.secrets)
+        # No await between receiving and queueing: once answered, the answer is kept.
+        if self.writes is not None:
             record: dict[str, Any] = {"messages": messages, "params": dict(params), "attempt": attempt}
             if draw:
                 record["draw"] = draw
-            request = secrets.mask_obj(record, self.secrets)
-            entry: Entry = (key, self.config.shown_endpoint, self.config.model, request, response)
-            try:  # with those kept while the cache was locked
-                self.cache.put_many([*self.unsaved, entry])
-                self.unsaved.clear()
-                self._unlocked()
-            except CacheLocked as exc:
-                self._locked(exc)
-                self.unsaved.append(entry)
+            request_text = secrets.masked_json(record, self.secrets)[1]
+            self.writes.put((key, self.shown_endpoint, self.config.model, request_text, response_text))
         self._count(response, cached=False)
         return response
 

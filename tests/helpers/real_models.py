@@ -141,8 +141,10 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve(checkpoint: Path, log: Path, threads: int = 2) -> Iterator[Served]:
-    """``transformers serve`` with ``checkpoint`` preloaded on 127.0.0.1 (a free port)."""
+def serve(checkpoint: Path, log: Path, threads: int = 2, continuous_batching: bool = False) -> Iterator[Served]:
+    """``transformers serve`` with ``checkpoint`` preloaded on 127.0.0.1 (a free port);
+    ``continuous_batching``: with ``--continuous-batching`` (requests batched as vLLM
+    batches them; without it the server answers one request at a time)."""
     port = _free_port()
     exe = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
     assert exe, "the `transformers` command is missing (transformers[serving] is a test dependency)"
@@ -150,7 +152,8 @@ def serve(checkpoint: Path, log: Path, threads: int = 2) -> Iterator[Served]:
     with open(log, "wb") as fh:
         proc = subprocess.Popen([exe, "serve", str(checkpoint), "--host", "127.0.0.1",
                                  "--port", str(port), "--device", "cpu", "--dtype", "float32",
-                                 "--log-level", "warning"],
+                                 "--log-level", "warning"]
+                                + (["--continuous-batching"] if continuous_batching else []),
                                 stdout=fh, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
