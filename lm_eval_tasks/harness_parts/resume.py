@@ -138,14 +138,15 @@ class Session:
     def _commit(self, journal: Journal, key: str, response: Any, req: Any) -> None:
         if response is None or self.broken:
             return
-        try:
-            journal.add(key, response, req.task_name, req.doc_id)
-        except OSError as exc:  # a full disk stops the journal, not the run
-            self.broken = f"{journal.path}: {exc}"
-            log.warning("generation journal %s cannot be written (%s); this run goes on without it",
-                        journal.path, exc)
-            return
-        self.written[req.task_name].add(req.doc_id)
+        with _signals_deferred():  # the line written and its count agree, whenever Ctrl-C comes
+            try:
+                journal.add(key, response, req.task_name, req.doc_id)
+            except OSError as exc:  # a full disk stops the journal, not the run
+                self.broken = f"{journal.path}: {exc}"
+                log.warning("generation journal %s cannot be written (%s); this run goes on without it",
+                            journal.path, exc)
+                return
+            self.written[req.task_name].add(req.doc_id)
 
     def record(self, task: str) -> dict[str, Any]:
         """What the results record about ``task``'s journal (``configs.<task>.metadata``), this rank."""
@@ -190,17 +191,57 @@ def merge_records(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _sigterm_unwinds() -> Callable[[], None]:
-    """SIGTERM raises :class:`Terminated` until the returned function is called (main thread,
-    default handler only: a handler someone else installed is left alone)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-        return lambda: None
+#: a journal commit in progress, and the interruption that arrived during it (raised after it)
+_COMMITTING = False
+_DEFERRED: type[BaseException] | None = None
 
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM arriving inside the block is raised when it ends: a generation's
+    journal line and the count the interrupted line reports are written together or not at
+    all. Why not signal masks: Python runs its handlers in the main thread whichever thread
+    the signal reached, so only the handlers themselves can wait (:func:`_unwinding`)."""
+    global _COMMITTING, _DEFERRED
+    _COMMITTING = True
+    try:
+        yield
+    finally:
+        _COMMITTING = False
+        if _DEFERRED is not None:
+            raised, _DEFERRED = _DEFERRED, None
+            raise raised()
+
+
+def _unwinding(exc: type[BaseException]) -> Callable[[int, Any], None]:
     def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
+        global _DEFERRED
+        if _COMMITTING:
+            _DEFERRED = exc
+            return
+        raise exc()
 
-    signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return handler
+
+
+def _sigterm_unwinds() -> Callable[[], None]:
+    """SIGTERM raises :class:`Terminated`, and Ctrl-C ``KeyboardInterrupt`` as it always does,
+    each deferred past a journal commit, until the returned function is called (main thread,
+    default handlers only: a handler someone else installed is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    ours = {sig: exc for sig, exc, default in ((signal.SIGTERM, Terminated, signal.SIG_DFL),
+                                               (signal.SIGINT, KeyboardInterrupt, signal.default_int_handler))
+            if signal.getsignal(sig) == default}
+    before = {sig: signal.getsignal(sig) for sig in ours}
+    for sig, exc in ours.items():
+        signal.signal(sig, _unwinding(exc))
+
+    def restore() -> None:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+    return restore
 
 
 @contextmanager
