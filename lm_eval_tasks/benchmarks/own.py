@@ -206,10 +206,14 @@ def check_families(families: tuple[str, ...], where: str) -> None:
 
 
 def family_options(task: str, family: str, metadata: dict) -> dict[str, Any]:
-    """DVO reads the vocabulary of this domain's own train file (its name carries the
-    file's fingerprint, :func:`lm_eval_tasks.data.vocab.domain_vocabulary_path`), not the
-    ``<benchmark>/<subset>.tsv`` a suite domain's is."""
-    if family != "dvo":
+    """A family that needs a domain vocabulary (DVO) reads the one of this domain's own train
+    file (its name carries the file's fingerprint,
+    :func:`lm_eval_tasks.data.vocab.domain_vocabulary_path`), not the
+    ``<benchmark>/<subset>.tsv`` a suite domain's is: its ``vocabulary_file`` option."""
+    from custom_metrics import registry
+
+    record = registry.get(family)
+    if "vocabulary" not in record.needs or "vocabulary_file" not in record.options:
         return {}
     from lm_eval_tasks.catalog import lookup
     from lm_eval_tasks.data.vocab import domain_vocabulary_path
