@@ -18,9 +18,14 @@ never both pay for an item.
   growing interval (:class:`CacheLocked` at once), so a locked cache costs a run a
   fraction of a second, answers already cached are still served, and new ones are
   kept in memory by the engine and written when the lock goes.
-* **Unusable cache.** A corrupt or read-only file, or a new one locked before its
-  tables exist, makes :func:`usable_cache` return None: judging goes on without a
-  cache, said once and recorded.
+* **A new file opened by several processes at once** (the ranks of a data-parallel
+  run): the WAL switch and the tables are tried again within the busy timeout, so every
+  process gets the cache; SQLite refuses one of two such writers at once, without
+  waiting, and the other is done in milliseconds.
+* **Unusable cache.** A corrupt or read-only file, or a new one whose lock another
+  process holds past the busy timeout before its tables exist, makes
+  :func:`usable_cache` return None: judging goes on without a cache, said once and
+  recorded.
 
 The file format (tables ``answers`` and ``claims``, :data:`CACHE_SCHEMA` in every key)
 is what earlier runs wrote: their answers still hit.
@@ -33,6 +38,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import socket
 import sqlite3
 import threading
@@ -182,23 +188,43 @@ class JudgeCache:
 
     def _open(self) -> None:
         """WAL mode and the tables; with no write at all when both are there already, so
-        that a cache another process holds locked opens at once and is read."""
-        try:
-            self._conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: a no-op once set
-        except sqlite3.OperationalError as exc:
-            if not _busy(exc):
-                raise
-            raise CacheLocked(self.path, conf.CACHE_BUSY_TIMEOUT_S) from None
+        that a cache another process holds locked opens at once and is read.
+
+        Why retried: processes that create one new file at the same moment (the ranks of
+        a data-parallel run, each opening the cache at its first judge call) contend for
+        its first write, and SQLite answers one of them "database is locked" at once,
+        without waiting its busy timeout, where waiting could deadlock (two connections
+        each holding a read lock and asking for the write lock). The contender finishes
+        in milliseconds, so the whole step (WAL switch, table check, table creation) is
+        tried again from the start until :data:`~conf.CACHE_BUSY_TIMEOUT_S` has passed;
+        a lock still held then is another process's for good: :class:`CacheLocked`.
+        """
+        t0 = time.monotonic()
+        while True:
+            try:
+                self._open_once()
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+                waited = time.monotonic() - t0
+                if waited >= conf.CACHE_BUSY_TIMEOUT_S:
+                    raise CacheLocked(self.path, waited) from None
+            time.sleep(random.uniform(0.002, 0.02))  # apart from the contender, not in step with it
+
+    def _open_once(self) -> None:
+        """One try of :meth:`_open`; SQLite's busy error as it comes."""
+        self._conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: a no-op once set
         self._conn.execute("PRAGMA synchronous=NORMAL")
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if {"answers", "claims"} <= tables:
             return
-        self._write(lambda conn: (
+        with self._tx() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, endpoint TEXT, "
-                         "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)"),
+                         "model TEXT, request TEXT, response TEXT NOT NULL, created REAL)")
             conn.execute("CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, "
                          "status TEXT NOT NULL DEFAULT 'pending', owner TEXT NOT NULL, "
-                         "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")), force=True)
+                         "claimed_at REAL NOT NULL, expires_at REAL NOT NULL)")
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

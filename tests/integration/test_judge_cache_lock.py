@@ -1,14 +1,18 @@
-"""A judge cache locked by another process, and a judge that drips its reply, through
-the real ``domsum rescore`` against the stub server on 127.0.0.1.
+"""A judge cache locked by another process, a new cache created by several processes at
+once, and a judge that drips its reply, through the real ``domsum rescore`` against the
+stub server on 127.0.0.1.
 
 The lock is real: a second process holds ``BEGIN EXCLUSIVE`` on the cache file for the
 whole run. Before, each such run stalled 30 s (SQLite's busy timeout), then judged
 without the cache: answers already paid for were paid again, and nothing was counted.
+The creation is real too: processes released by one barrier open the same new file, as
+the ranks of a data-parallel run do at their first judge call.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sqlite3
 import subprocess
 import sys
@@ -35,6 +39,54 @@ print("locked", flush=True)
 sys.stdin.read()
 conn.execute("ROLLBACK")
 """
+
+
+def _open_in_step(folder: str, rounds: int, barrier, results) -> None:
+    """One of the processes of the creation test: each round, open that round's new cache
+    when every process is released, write an answer of its own, and once every process
+    has written, count the answers it reads (its own and every other's)."""
+    import os
+
+    from custom_metrics.judge.cache import JudgeCache
+
+    for r in range(rounds):
+        barrier.wait()
+        try:
+            cache = JudgeCache(Path(folder) / f"round{r}.sqlite")
+            cache.put(f"{os.getpid()}", "e", "m", {}, {"choices": [], "pid": os.getpid()})
+            outcome: object = "written"
+        except Exception as exc:  # noqa: BLE001 - reported to the test, which names it
+            cache, outcome = None, f"{type(exc).__name__}: {exc}"
+        barrier.wait()
+        if cache is not None:
+            mode = cache._conn.execute("PRAGMA journal_mode").fetchone()[0]
+            outcome = (len(cache), mode)
+            cache.close()
+        results.put((r, outcome))
+
+
+def test_processes_creating_one_new_cache_at_once_all_use_it(tmp_path):
+    """Four processes, 60 rounds of a new file each. Before, some process was answered
+    "database is locked" in several rounds of every run (SQLite says so at once, without
+    its busy wait, to one of two connections that both hold the read lock of the WAL
+    switch) and judged without a cache; now every process gets the cache, in WAL mode,
+    and reads every process's answer."""
+    procs, rounds = 4, 60
+    ctx = multiprocessing.get_context("fork")  # started in milliseconds; this process opened no cache
+    barrier, results = ctx.Barrier(procs, timeout=60), ctx.Queue()
+    workers = [ctx.Process(target=_open_in_step, args=(str(tmp_path), rounds, barrier, results))
+               for _ in range(procs)]
+    for w in workers:
+        w.start()
+    try:
+        got = [results.get(timeout=120) for _ in range(procs * rounds)]
+    finally:
+        for w in workers:
+            w.join(timeout=30)
+    assert [w.exitcode for w in workers] == [0] * procs
+    failed = sorted(((r, o) for r, o in got if o != (procs, "wal")), key=str)
+    assert not failed, f"{len(failed)} of {procs * rounds} opens: {failed[:4]}"
+    assert sorted(r for r, _ in got) == sorted(list(range(rounds)) * procs)
 
 
 def _samples(folder: Path, seconds: str, ids: range) -> Path:
