@@ -23,9 +23,12 @@ coco-caption and SummEval. A corpus of one document scores 0 (every idf is 0).
 Scale: 0-10 (the coco-caption factor 10; typical summaries score well under 2).
 Higher is better. Tested against ``pycocoevalcap``'s scorer on shared inputs.
 
-In a harness run the documents scored together are a task's documents on one process
-(with data parallelism, one rank's shard: each rank's idf comes from its own shard);
-``domsum rescore`` and ``meta-eval --compute`` score a whole file at once.
+In a harness run the documents scored together are a task's documents, on every rank
+of a data-parallel run too: each rank counts the document frequencies of its shard's
+references, the counts are summed over ranks (the scoring context's ``gather``), and
+each rank scores its documents with the idf of the whole run, so every number equals
+a single-process run's. ``domsum rescore`` and ``meta-eval --compute`` score a whole
+file at once.
 """
 
 from __future__ import annotations
@@ -62,22 +65,31 @@ def _vector(counts: Counter[tuple[str, ...]], idf: dict[tuple[str, ...], float],
     return vec, norms, bigrams
 
 
+def reference_frequencies(references: Sequence[str], n: int = N_GRAMS) -> Counter[tuple[str, ...]]:
+    """The document frequency of every n-gram (1..n) of ``references``: in how many of
+    them it occurs. A part's counts add up to the corpus's, so the parts of a corpus
+    scored on several processes can be summed into its idf."""
+    return Counter(g for r in references for g in _ngrams(cider_tokens(r), n))
+
+
 def cider_documents(predictions: Sequence[str], references: Sequence[str], *,
-                    n: int = N_GRAMS, sigma: float = SIGMA) -> list[float]:
+                    n: int = N_GRAMS, sigma: float = SIGMA,
+                    corpus: tuple[int, Counter[tuple[str, ...]]] | None = None) -> list[float]:
     """CIDEr-D of every (prediction, reference) pair, idf over the references given.
 
     Why one call for the whole corpus: the idf is a corpus statistic, so scoring
-    documents one by one would give every document 0.
+    documents one by one would give every document 0. ``corpus``: (documents, their
+    :func:`reference_frequencies`) of the corpus these references are part of, when it
+    is larger than they are (one rank's shard of a data-parallel run).
     """
     if len(predictions) != len(references):
         raise ValueError(f"cider: {len(predictions)} predictions but {len(references)} references")
     if not predictions:
         return []
+    documents, df = corpus if corpus is not None else (len(references), reference_frequencies(references, n))
     cands = [_ngrams(cider_tokens(p), n) for p in predictions]
     refs = [_ngrams(cider_tokens(r), n) for r in references]
-    df: Counter[tuple[str, ...]] = Counter(g for r in refs for g in r)
-    log_n = math.log(len(refs))
-    idf = _IdfTable(df, log_n)
+    idf = _IdfTable(df, math.log(documents))
     scores = []
     for cand, ref in zip(cands, refs):
         vc, nc, lc = _vector(cand, idf, n)
@@ -116,16 +128,36 @@ def cider(predictions: Sequence[str], references: Sequence[str]) -> float:
 
 
 def _cider_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    """Every document's CIDEr-D, with the idf of every part of the corpus ``ctx.gather`` joins.
+
+    Why the gather comes first and never fails: in a data-parallel run every rank must
+    join it, also a rank with no documents or one whose counting failed, or the others
+    wait for it forever; a failure is passed on and raised on every rank alike.
+    """
+    references: list[str] = []
+    try:
+        references = stripped(batch.references)
+        part: tuple[int, Counter[tuple[str, ...]]] | str = (len(references), reference_frequencies(references))
+    except Exception as exc:  # noqa: BLE001 - raised below, after every process has joined
+        part = f"{type(exc).__name__}: {exc}"
+    parts = ctx.gather(part)
+    failed = [p for p in parts if isinstance(p, str)]
+    if failed:
+        raise RuntimeError(f"cider: counting the references' n-grams failed: {failed[0]}")
+    documents, df = 0, Counter()
+    for count, frequencies in parts:
+        documents += count
+        df.update(frequencies)
     ctx.details["cider_tokenizer"] = "regex \\w+ (NLTK RegexpTokenizer(r'\\w+')), case kept; n=4, sigma=6"
-    ctx.details["cider_idf_documents"] = len(batch)
-    return {"cider": cider_documents(stripped(batch.predictions), stripped(batch.references))}
+    ctx.details["cider_idf_documents"] = documents  # the whole run's: the N of the idf
+    return {"cider": cider_documents(stripped(batch.predictions), references, corpus=(documents, df))}
 
 
 CIDER = Family(
     name="cider",
     keys=(Key("cider", display="CIDEr-D", unit="score",
-              description="CIDEr-D (coco-caption scorer, SummEval tokenization), idf over the documents "
-                          "scored together; 0-10"),),
+              description="CIDEr-D (coco-caption scorer, SummEval tokenization), idf over the task's "
+                          "documents (every rank's in a data-parallel run); 0-10"),),
     score=_cider_score,
     description="CIDEr-D as SummEval reports it (pycocoevalcap's scorer, \\w+ tokens); 0-10.",
     source="custom_metrics.cider (equal to pycocoevalcap.cider.cider_scorer.CiderScorer)",

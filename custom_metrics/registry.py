@@ -124,6 +124,11 @@ def extras_of(doc: Mapping[str, Any], task: str | None) -> dict[str, Any]:
     return out
 
 
+def one_process(part: Any) -> list:
+    """:attr:`Context.gather` of a single process: its own part is the whole corpus."""
+    return [part]
+
+
 @dataclass
 class Context:
     """What a family needs besides the texts: the task's subset, resolved settings,
@@ -149,6 +154,13 @@ class Context:
     #: facts about how the family scored (signatures, matching mode) that a battery run
     #: records under ``<benchmark>_details``
     details: dict[str, Any] = field(default_factory=dict)
+    #: ``[part]`` of every process scoring a part of the same corpus, in process order; a
+    #: family whose numbers depend on the whole corpus (CIDEr-D's idf) sums its statistic
+    #: over them. One process (the default) is ``[part]``; a data-parallel harness run,
+    #: where each rank scores its own shard, passes its collective (every process must
+    #: call it, once per scoring of its shard). A plain callable, so that this library
+    #: knows no process group.
+    gather: Callable[[Any], list] = field(default=one_process, repr=False)
 
     def bar_label(self, family: str) -> str:
         """``family`` with the subset it scores, the label of the family's bar."""

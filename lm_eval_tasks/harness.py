@@ -277,7 +277,7 @@ class SuiteTask(ConfigurableTask):
         if self._scoring.needing("judge"):
             self._save_generations()
         self._scoring.scores = {}
-        self._scoring.score_items(seen)
+        self._scoring.score_items(seen, shard=True)
         self._merge_ranks()
         # free the models no other task of this process still needs (a corpus key's model is
         # kept: it is used again at aggregation)

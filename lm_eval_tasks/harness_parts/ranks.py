@@ -10,7 +10,8 @@ request figures and seconds are summed over ranks (seconds are then rank-seconds
 elapsed time); a list of counts of the same length is summed element by element; any
 other list (one entry per judge batch: estimates, sizing) is every rank's entries in
 rank order; a ratio is recomputed from the summed counts; the attempts a failure took
-are the most any rank needed; a text or flag the ranks agree on is kept, and one they
+are the most any rank needed; a figure every rank already holds for the whole run (a
+corpus statistic gathered while scoring) is kept once; a text or flag the ranks agree on is kept, and one they
 do not agree on (each rank's FM details file) is ``{"per_rank": [...]}``.
 """
 
@@ -50,6 +51,10 @@ def all_ranks(obj: Any) -> list:
 
 #: counters that are the most over ranks, not their sum (the attempts a failure reason took)
 MAXIMA = frozenset({"failed_tries"})
+#: figures every rank already holds for the whole run, not its part: a corpus statistic the
+#: family gathered over ranks while scoring (the documents CIDEr-D's idf counts); the same
+#: on every rank, so the most is the figure
+WHOLE_RUN = frozenset({"cider_idf_documents"})
 #: ratios recomputed from summed counts after merging: ratio -> (numerator, denominator)
 RATIOS = {"share": ("count", "references")}
 
@@ -64,7 +69,7 @@ def merge_counts(values: list, key: str = "", most: bool = False) -> Any:
     Ranks that lack the entry (a family that found nothing to count there) are left out;
     ``most``: numbers are the most over ranks (inside a :data:`MAXIMA` entry).
     """
-    most = most or key in MAXIMA
+    most = most or key in MAXIMA or key in WHOLE_RUN
     values = [v for v in values if v is not None]
     if not values:
         return None
@@ -88,4 +93,4 @@ def merge_counts(values: list, key: str = "", most: bool = False) -> Any:
     return {"per_rank": values}
 
 
-__all__ = ["MAXIMA", "RATIOS", "all_ranks", "merge_counts", "process_group"]
+__all__ = ["MAXIMA", "RATIOS", "WHOLE_RUN", "all_ranks", "merge_counts", "process_group"]

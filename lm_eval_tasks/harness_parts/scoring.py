@@ -20,7 +20,7 @@ from custom_metrics import battery, devices, registry
 from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, scoring_context, settings
 from lm_eval_tasks.benchmarks import family_options
-from lm_eval_tasks.harness_parts.ranks import merge_counts
+from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts
 from lm_eval_tasks.results import first_text
 
 log = logging.getLogger(__name__)
@@ -147,8 +147,17 @@ class ShardScoring:
                 problems.append(str(exc))
         return described, problems
 
-    def score_items(self, items: dict[tuple[str, str], dict]) -> None:
-        """Score (document id, prediction) -> record, one batch per family, into :attr:`scores`."""
+    def score_items(self, items: dict[tuple[str, str], dict], shard: bool = False) -> None:
+        """Score (document id, prediction) -> record, one batch per family, into :attr:`scores`.
+
+        ``shard``: ``items`` are this rank's whole shard, scored once on every rank at the
+        same point, so a family's corpus statistic is gathered over every rank
+        (:attr:`registry.Context.gather`); otherwise (a single document scored late, on
+        this rank alone) nothing is gathered, as a collective no other rank joins would
+        never return.
+        """
+        for ctx in self.ctx.values():
+            ctx.gather = all_ranks if shard else registry.one_process
         keys = list(items)
         docs = [items[k] for k in keys]
         batch = registry.Batch(

@@ -6,6 +6,7 @@ import math
 import random
 
 import pytest
+from helpers.thread_ranks import score_on_ranks
 
 from custom_metrics import registry
 from custom_metrics.cider import cider, cider_documents, cider_tokens
@@ -85,3 +86,35 @@ def test_meta_eval_computes_any_family_of_the_table():
     df = pd.DataFrame({"reference": ["a b", "e f"], "summary": ["a b", "c d"]})
     compute_metrics(df, ["cider"])
     assert list(df["our_cider"]) == pytest.approx([5.0, 0.0])
+
+
+def test_shards_scored_with_gathered_frequencies_equal_the_whole_corpus():
+    """Each shard alone has its own idf (a one-document shard scores 0); gathered, every
+    document's value is the single-process value over all documents."""
+    rng = random.Random(11)
+    words = "the a cat dog sat on mat Mat ran fast slow , big . small red".split()
+    preds = [" ".join(rng.choices(words, k=rng.randint(0, 12))) for _ in range(7)]
+    refs = [" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(7)]
+    whole = cider_documents(preds, refs)
+    shards = [([preds[i] for i in range(r, 7, 3)], [refs[i] for i in range(r, 7, 3)]) for r in range(3)]
+    scored = score_on_ranks("cider", shards)
+    for r, (values, details) in enumerate(scored):
+        assert values["cider"] == pytest.approx(whole[r::3], abs=1e-12)
+        assert details["cider_idf_documents"] == 7  # the whole run's, on every rank
+    assert cider_documents(*shards[0]) != pytest.approx(whole[0::3])  # not what one shard's idf gives
+
+
+def test_a_rank_with_no_documents_or_a_failed_count_still_joins_the_gather():
+    values = score_on_ranks("cider", [(["a b", "c d"], ["a b", "e f"]), ([], [])])
+    assert values[0][0]["cider"] == pytest.approx([5.0, 0.0]) and values[1][0]["cider"] == []
+    assert values[1][1]["cider_idf_documents"] == 2
+
+    class Unreadable:
+        def __str__(self) -> str:  # a reference whose text cannot be read, on rank 1 only
+            raise UnicodeError("unreadable reference")
+
+    with pytest.raises(ExceptionGroup) as failed:
+        score_on_ranks("cider", [(["a b"], ["a b"]), (["c"], [Unreadable()])])
+    # rank 1's failure is raised on both ranks, after both joined: none waits for the other
+    assert [str(e) for e in failed.value.exceptions] == [
+        "cider: counting the references' n-grams failed: UnicodeError: unreadable reference"] * 2

@@ -7,6 +7,8 @@ judge client really produce, each rule against a value recomputed by hand.
 
 from __future__ import annotations
 
+from helpers.thread_ranks import score_on_ranks
+
 from custom_metrics import registry
 from custom_metrics.judge import JudgeStats
 from lm_eval_tasks.harness_parts.ranks import merge_counts
@@ -64,3 +66,16 @@ def test_counts_by_kind_vectors_texts_and_absent_ranks():
                       "bertscore_truncated_inputs": 2}
     assert merge_counts([{"flag": True}, {"flag": True}]) == {"flag": True}  # a flag is not a number
     assert merge_counts([{"flag": True}, {"flag": False}]) == {"flag": {"per_rank": [True, False]}}
+
+
+def test_a_figure_gathered_for_the_whole_run_is_kept_once_not_summed():
+    """CIDEr-D's idf documents are the whole run's on every rank (gathered while scoring):
+    summing them would count each document once per rank. The battery's details hold the
+    same figure one level down."""
+    shards = [(["a b", "c d"], ["a b", "e f"]), (["x y"], ["x z"])]
+    details = [d for _, d in score_on_ranks("cider", shards)]
+    assert [d["cider_idf_documents"] for d in details] == [3, 3]
+    assert merge_counts(details)["cider_idf_documents"] == 3
+    assert merge_counts([{"details": d} for d in details])["details"]["cider_idf_documents"] == 3
+    assert merge_counts([{"bertscore_truncated_inputs": 2}, {"bertscore_truncated_inputs": 1}]) == \
+        {"bertscore_truncated_inputs": 3}  # a rank's own count is still summed
