@@ -235,12 +235,12 @@ class Family:
     @property
     def reads(self) -> tuple[str, ...]:
         """Every setting the family's scoring reads: its own, its model's, and the judge's
-        (the judge package's table of settings, :data:`custom_metrics.judge.config.SETTINGS`)."""
+        (the rows its fields are named after, :data:`custom_metrics.judge.config.SETTINGS`)."""
         judge: tuple[str, ...] = ()
         if "judge" in self.needs:  # imported only then: a family without a judge loads none
             from custom_metrics.judge.config import SETTINGS as JUDGE_SETTINGS
 
-            judge = ("judge_model", *JUDGE_SETTINGS)
+            judge = JUDGE_SETTINGS
         own = (*self.settings, *((self.model_setting,) if self.model_setting else ()), *judge)
         return tuple(dict.fromkeys(own))
 

@@ -232,7 +232,7 @@ def _rows() -> list[Setting]:
           "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge"),
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
-        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", _int, judge["max_concurrency"].default,
+        S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", _int, judge["concurrency"].default,
           "Judge requests in flight, fixed; unset = adapted per batch: starts at 8, grows while answers "
           "stay near the fastest latency, halves on 429/503/timeouts (at most 64).", "judge", low=1),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
@@ -241,7 +241,7 @@ def _rows() -> list[Setting]:
           "Score from the rating's token probabilities: on, off, auto.", "judge", choices=("on", "off", "auto", "true", "false", "1", "0", "yes", "no")),
         S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", _int, judge["n_samples"].default, "Sampled replies when logprobs are off.",
           "judge", low=1),
-        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", _float, judge["timeout_s"].default,
+        S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", _float, judge["timeout"].default,
           "Seconds per judge request attempt, in total (connect, send and every read: a reply dripped "
           "byte by byte is cut too); unset = 3 x the slowest answer, at least 60 (requests sent before "
           "any answer wait up to 300).", "judge", low=0, low_open=True),
@@ -370,24 +370,29 @@ def judge_config(metadata: Mapping[str, Any] | None, **overrides: Any):
 
     The one place the judge's settings are read (metadata, then the environment, then
     the defaults), the cache path and the API key included: the judge package reads none.
+    Each field is filled from its row by the judge's namespace rule
+    (:func:`custom_metrics.judge.config.setting_of`: ``judge_concurrency`` -> ``concurrency``).
     """
     from custom_metrics.judge import JudgeConfig, JudgeConfigError
-    from custom_metrics.judge.config import SETTINGS as FIELDS
+    from custom_metrics.judge.config import FIELDS, setting_of
 
     model = overrides.pop("model", None) or resolve(metadata, "judge_model")
     if not model:
         return None
     kwargs: dict[str, Any] = {"model": str(model)}
-    for key, name in FIELDS.items():
-        if source_of(metadata, key) == "default" and key != "judge_cache":
-            continue  # JudgeConfig's own default (documented in the table above)
+    for name in FIELDS:
+        key = setting_of(name)
+        if name == "model" or key is None:
+            continue
+        if source_of(metadata, key) == "default" and name != "cache":
+            continue  # JudgeConfig's own default (the row shows it)
         # the cache path is always passed: the judge package reads no environment variable
         try:
             kwargs[name] = resolve(metadata, key)
         except SettingError as exc:
             raise JudgeConfigError(str(exc)) from None
-    if "cache_path" in kwargs and is_off(kwargs["cache_path"]):
-        kwargs["cache_path"] = None
+    if "cache" in kwargs and is_off(kwargs["cache"]):
+        kwargs["cache"] = None
     if "logprobs" in kwargs:
         v = str(kwargs["logprobs"]).strip().lower()
         kwargs["logprobs"] = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}.get(v, v)

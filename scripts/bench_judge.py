@@ -4,9 +4,9 @@ Against the local stub server (``tests/helpers/judge_server.py``) with a fixed l
 request (default 100 ms), N judge calls (default 200, all distinct prompts, so
 neither the cache nor in-flight sharing can help) run
 
-1. sequentially: the same engine with ``max_concurrency=1`` (one request at a
+1. sequentially: the same engine with ``concurrency=1`` (one request at a
    time — what a plain loop over the items does);
-2. concurrently: ``max_concurrency`` requests in flight (default 32).
+2. concurrently: ``concurrency`` requests in flight (default 32).
 
 Both runs write every answer to a fresh SQLite cache, so the cost of caching (and
 of claiming each item before its request) is included. Goal (issue 3): the
@@ -43,8 +43,8 @@ def _requests(n: int, tag: str) -> list[list[dict[str, str]]]:
 
 
 def _run(url: str, n: int, concurrency: int, cache_dir: str, tag: str) -> tuple[float, JudgeResult]:
-    config = JudgeConfig(model="stub-judge", base_url=url, api_key="bench", max_concurrency=concurrency,
-                         cache_path=str(Path(cache_dir) / f"{tag}.sqlite"), progress=False)
+    config = JudgeConfig(model="stub-judge", base_url=url, api_key="bench", concurrency=concurrency,
+                         cache=str(Path(cache_dir) / f"{tag}.sqlite"), progress=False)
     t0 = time.perf_counter()
     result = ask(config, _requests(n, tag), scale=(1, 5))
     return time.perf_counter() - t0, result

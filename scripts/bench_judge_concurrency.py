@@ -83,7 +83,7 @@ async def _plain(url: str, model: str, requests: list, concurrency: int) -> tupl
 def _suite(url: str, model: str, requests: list, cache_dir: str, tag: str) -> tuple[float, float, dict]:
     from custom_metrics.judge import JudgeConfig, judge_texts
 
-    config = JudgeConfig(model=model, base_url=url, api_key="bench", cache_path=str(Path(cache_dir) / f"{tag}.sqlite"),
+    config = JudgeConfig(model=model, base_url=url, api_key="bench", cache=str(Path(cache_dir) / f"{tag}.sqlite"),
                          progress=False, max_tokens=5)
     c0, t0 = time.process_time(), time.perf_counter()
     res = judge_texts(requests, lambda text: text, config)

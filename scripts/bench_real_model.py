@@ -94,7 +94,7 @@ def judge_throughput(checkpoint: Path, n: int, threads: int) -> dict:
         for label, concurrency in (("default", None), ("sequential", 1)):
             stats = JudgeStats()
             config = JudgeConfig(model=served.model, base_url=served.base_url, api_key="none",
-                                 cache_path=str(Path(tmp) / f"{label}.sqlite"), max_concurrency=concurrency)
+                                 cache=str(Path(tmp) / f"{label}.sqlite"), concurrency=concurrency)
             t0 = time.perf_counter()
             ask(config, requests, parse=lambda text: text.strip() or None, max_tokens=8, stats=stats)
             out[label] = {"seconds": time.perf_counter() - t0, "scored": stats.scored, "failed": stats.n_failed,

@@ -403,16 +403,16 @@ def usable_cache(config: JudgeConfig, stats: JudgeStats) -> JudgeCache | None:
     a cache every request is still made and scored, only not kept for a rerun. Said once
     on the log and recorded (``cache_unusable`` in the judge's usage).
     """
-    if not config.cache_path:
+    if not config.cache:
         return None
     try:
-        return open_cache(config.cache_path)
+        return open_cache(config.cache)
     except (sqlite3.Error, OSError, CacheLocked) as exc:
         why = "locked by another process before its tables were made" if isinstance(exc, CacheLocked) \
             else f"{type(exc).__name__}: {exc}"
         if stats.cache_unusable is None:
             log.warning("judge: the cache %s cannot be used (%s); judging without a cache, so replies are "
                         "not kept for a rerun. Fix or remove the file, or set judge_cache to another path "
-                        "(or off).", config.cache_path, why)
-        stats.cache_unusable = f"{config.cache_path}: {why}"
+                        "(or off).", config.cache, why)
+        stats.cache_unusable = f"{config.cache}: {why}"
         return None

@@ -202,11 +202,11 @@ class Client:
         self.stats = stats
         self.client: Any = None
         # Sizing (package docstring): what is set is used as given; what is unset adapts.
-        self.timeout_set = config.timeout_s is not None
-        self.concurrency_set = config.max_concurrency is not None
-        self.timeout_s: float = config.timeout_s if config.timeout_s is not None else conf.FIRST_TIMEOUT_S
-        self.slots = Slots(int(config.max_concurrency) if self.concurrency_set else conf.START_CONCURRENCY)
-        self.pacer = Pacer(self.slots, config.max_concurrency)
+        self.timeout_set = config.timeout is not None
+        self.concurrency_set = config.concurrency is not None
+        self.timeout_s: float = config.timeout if config.timeout is not None else conf.FIRST_TIMEOUT_S
+        self.slots = Slots(int(config.concurrency) if self.concurrency_set else conf.START_CONCURRENCY)
+        self.pacer = Pacer(self.slots, config.concurrency)
         self.timed_out_requests: set[int] = set()  # requests that timed out in this generation
         self.request_ids = 0
         self.adaptations = 0

@@ -45,7 +45,7 @@ CACHE_RETRY_MAX_S = 8.0      # doubling up to this while the lock stays held
 CACHE_CLAIM_WAIT_S = 1.0     # an item waits at most this for a claim, then is requested unclaimed
 CACHE_FLUSH_WAIT_S = 1.0     # at a batch's end, answers not yet saved get this long to be written
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
-# Sizing when timeout_s / max_concurrency are unset (see the package docstring and
+# Sizing when timeout / concurrency are unset (see the package docstring and
 # custom_metrics.judge.pacing).
 START_CONCURRENCY = 8        # requests in flight when a batch starts
 AUTO_CONCURRENCY_MAX = 64    # the most pacing raises it to
@@ -93,18 +93,33 @@ class JudgeRequestError(JudgeError):
 
 # =========================================================================== config
 
-#: setting (a row of ``lm_eval_tasks/settings.py``) -> the :class:`JudgeConfig` field it
-#: fills, beside ``judge_model`` -> ``model``. Every family that needs the judge reads these
-#: (``Family.reads``); the settings resolver builds the configuration from this table, and a
-#: unit test checks every name here is a settings row, so a renamed row fails there and not
-#: at a judged run.
-SETTINGS: dict[str, str] = {
-    "judge_base_url": "base_url", "judge_concurrency": "max_concurrency", "judge_cache": "cache_path",
-    "judge_logprobs": "logprobs", "judge_n_samples": "n_samples", "judge_timeout": "timeout_s",
-    "judge_max_retries": "max_retries", "judge_api_key": "api_key", "judge_max_requests": "max_requests",
-    "judge_price_prompt": "price_prompt", "judge_price_completion": "price_completion",
-    "progress": "progress",
-}
+#: The judge's settings follow one namespace rule, not a renaming table: the row
+#: ``judge_<name>`` of ``lm_eval_tasks/settings.py`` fills the :class:`JudgeConfig` field
+#: ``<name>`` (``judge_concurrency`` -> ``concurrency``, ``judge_model`` -> ``model``), so a
+#: setting keeps one name from the settings page to the code. Two declared exceptions:
+#: fields filled by a suite-wide row under that row's own name (:data:`SHARED_SETTINGS`),
+#: and fields no setting fills, which library callers and tests tune (:data:`NO_SETTING`).
+#: A ``judge_*`` row that fills no field is a family's own setting, declared in its record
+#: (``judge_prompt_variant``: the AdaptEval judge's prompt texts). A unit test holds the
+#: rule against the settings rows, so a renamed row or field fails there, not at a judged run.
+SETTING_PREFIX = "judge_"
+SHARED_SETTINGS = frozenset({"progress"})
+NO_SETTING = frozenset({"backoff_base_s", "backoff_cap_s", "temperature", "sample_temperature", "max_tokens",
+                        "top_logprobs", "seed", "claim_ttl_s"})
+
+
+def setting_of(name: str) -> str | None:
+    """The settings row that fills :class:`JudgeConfig` field ``name``, by the rule above;
+    None for a field no setting fills."""
+    if name in NO_SETTING:
+        return None
+    return name if name in SHARED_SETTINGS else SETTING_PREFIX + name
+
+
+def _label(name: str) -> str:
+    """A field as a validation message names it: with its setting, the name users set."""
+    row = setting_of(name)
+    return f"{name} (setting {row})" if row else name
 
 
 def normalize_endpoint(base_url: str | None) -> str:
@@ -120,14 +135,14 @@ class JudgeConfig:
     deterministic; the score comes from the distribution anyway), ``sample_temperature``
     and ``n_samples`` to the sampling fallback (G-Eval: 1 and 20). ``logprobs``:
     ``"on"`` (require them; an endpoint without them is an error), ``"off"`` (always
-    sample), ``"auto"`` (try, fall back). ``cache_path=None`` disables the cache;
+    sample), ``"auto"`` (try, fall back). ``cache=None`` disables the cache;
     ``api_key=None`` sends none to a server of one's own and is an error against
     OpenAI's (the settings resolver fills both from the environment; this package
     reads neither there).
     ``claim_ttl_s``: how long another run's claim on an item is honoured without a
     heartbeat (default: three :attr:`nominal_timeout_s`; see :attr:`claim_ttl`).
 
-    ``max_concurrency`` (requests in flight) and ``timeout_s`` (seconds per request)
+    ``concurrency`` (requests in flight) and ``timeout`` (seconds per request)
     default to None: adapted per batch to the answers' latency and to 429/503/timeouts
     (package docstring, "Sizing"), because no fixed pair suits both a hosted API and a
     model served on a CPU. A value that is set is used exactly as given.
@@ -136,8 +151,8 @@ class JudgeConfig:
     model: str
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
-    max_concurrency: int | None = None
-    timeout_s: float | None = None
+    concurrency: int | None = None
+    timeout: float | None = None
     max_retries: int = 5
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
@@ -148,7 +163,7 @@ class JudgeConfig:
     top_logprobs: int = 20
     logprobs: LogprobsSetting = "auto"
     seed: int | None = None
-    cache_path: str | None = DEFAULT_CACHE_PATH
+    cache: str | None = DEFAULT_CACHE_PATH
     #: a bar on stderr per batch of at least PROGRESS_MIN_ITEMS requests (None: $DOMSUM_PROGRESS)
     progress: bool | None = None
     claim_ttl_s: float | None = None
@@ -163,32 +178,25 @@ class JudgeConfig:
         problems = []
         bad_key = secrets.key_problem(self.api_key)
         if bad_key:
-            problems.append(f"api_key must be {bad_key}")
+            problems.append(f"{_label('api_key')} must be {bad_key}")
         if not self.model or not str(self.model).strip():
-            problems.append("model must be a non-empty string")
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            problems.append(f"max_concurrency must be >= 1 (got {self.max_concurrency})")
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            problems.append(f"timeout_s must be > 0 (got {self.timeout_s})")
-        if self.max_retries < 0:
-            problems.append(f"max_retries must be >= 0 (got {self.max_retries})")
-        if self.backoff_base_s < 0 or self.backoff_cap_s < 0:
-            problems.append("backoff_base_s and backoff_cap_s must be >= 0")
-        if self.max_tokens < 1:
-            problems.append(f"max_tokens must be >= 1 (got {self.max_tokens})")
-        if self.n_samples < 1:
-            problems.append(f"n_samples must be >= 1 (got {self.n_samples})")
-        if not 1 <= self.top_logprobs <= 20:
-            problems.append(f"top_logprobs must be in 1..20 (got {self.top_logprobs})")
-        if self.logprobs not in ("on", "off", "auto"):
-            problems.append(f"logprobs must be 'on', 'off' or 'auto' (got {self.logprobs!r})")
-        if self.claim_ttl_s is not None and self.claim_ttl_s <= 0:
-            problems.append(f"claim_ttl_s must be > 0 (got {self.claim_ttl_s})")
-        if self.max_requests is not None and self.max_requests < 0:
-            problems.append(f"max_requests must be >= 0 (got {self.max_requests})")
-        for name in ("price_prompt", "price_completion"):
-            if getattr(self, name) is not None and getattr(self, name) < 0:
-                problems.append(f"{name} must be >= 0 (got {getattr(self, name)})")
+            problems.append(f"{_label('model')} must be a non-empty string")
+        checks: list[tuple[str, bool, str]] = [
+            ("concurrency", self.concurrency is None or self.concurrency >= 1, ">= 1"),
+            ("timeout", self.timeout is None or self.timeout > 0, "> 0"),
+            ("max_retries", self.max_retries >= 0, ">= 0"),
+            ("backoff_base_s", self.backoff_base_s >= 0, ">= 0"),
+            ("backoff_cap_s", self.backoff_cap_s >= 0, ">= 0"),
+            ("max_tokens", self.max_tokens >= 1, ">= 1"),
+            ("n_samples", self.n_samples >= 1, ">= 1"),
+            ("top_logprobs", 1 <= self.top_logprobs <= 20, "in 1..20"),
+            ("logprobs", self.logprobs in ("on", "off", "auto"), "'on', 'off' or 'auto'"),
+            ("claim_ttl_s", self.claim_ttl_s is None or self.claim_ttl_s > 0, "> 0"),
+            ("max_requests", self.max_requests is None or self.max_requests >= 0, ">= 0"),
+            ("price_prompt", self.price_prompt is None or self.price_prompt >= 0, ">= 0"),
+            ("price_completion", self.price_completion is None or self.price_completion >= 0, ">= 0"),
+        ]
+        problems += [f"{_label(name)} must be {want} (got {getattr(self, name)!r})" for name, ok, want in checks if not ok]
         if problems:
             raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
 
@@ -218,9 +226,9 @@ class JudgeConfig:
 
     @property
     def nominal_timeout_s(self) -> float:
-        """``timeout_s``, or :data:`AUTO_TIMEOUT_FLOOR_S` when it is sized per batch:
+        """``timeout``, or :data:`AUTO_TIMEOUT_FLOOR_S` when it is sized per batch:
         the unit of the claim timings below, which must be known before any request."""
-        return self.timeout_s if self.timeout_s is not None else AUTO_TIMEOUT_FLOOR_S
+        return self.timeout if self.timeout is not None else AUTO_TIMEOUT_FLOOR_S
 
     @property
     def claim_ttl(self) -> float:
@@ -247,10 +255,16 @@ class JudgeConfig:
         :attr:`JudgeStats.sizing`)."""
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "progress")}
         d["base_url"] = self.shown_endpoint
-        for name in ("max_concurrency", "timeout_s"):
+        for name in ("concurrency", "timeout"):
             if d[name] is None:
                 d[name] = "auto"
         return d
+
+
+#: the fields a setting fills, and those settings (the rows every judged family reads,
+#: ``Family.reads``; ``lm_eval_tasks.settings.judge_config`` builds the configuration from them)
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JudgeConfig) if setting_of(f.name))
+SETTINGS: tuple[str, ...] = tuple(row for name in FIELDS if (row := setting_of(name)))
 
 
 _NOTICE_LOCK = threading.Lock()

@@ -87,17 +87,25 @@ def _source(req: NewTask) -> DomainSource:
 
 
 def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
-    """Every split's records with a document and a summary; a repeated id is an error, each
-    empty record one line of ``req.notes`` (it is left out and counted when the task runs)."""
+    """Every split's records with a document and a summary; the bad lines of every split are
+    one error (:class:`~lm_eval_tasks.data.records.BadLines`), each empty record one line of
+    ``req.notes`` (it is left out and counted when the task runs)."""
     from lm_eval_tasks.benchmarks import drop_empty
-    from lm_eval_tasks.data.user_files import capped, read_split
+    from lm_eval_tasks.data.records import BadLines, capped
+    from lm_eval_tasks.data.user_files import read_split
 
-    out = {}
+    out, bad = {}, []
     for split in source.splits:
-        records, empty = read_split(source, split, req.name)
+        try:
+            records, empty = read_split(source, split)  # the task is named once, in the error
+        except BadLines as exc:
+            bad += exc.problems
+            continue
         req.counts[split] = len(records)
         req.notes.extend(capped(empty))
         out[split] = drop_empty(records)[0]
+    if bad:
+        raise BadLines(bad, req.name)
     return out
 
 

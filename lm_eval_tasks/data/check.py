@@ -67,20 +67,29 @@ def _hub_problem(spec: TaskSpec) -> str | None:
 
 
 def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
-    """A user domain's splits: a local file read whole (a repeated id is a problem, an
-    empty record a note, as ``domsum new-task`` says them), a hub split by its first record."""
-    from lm_eval_tasks.data.user_files import capped, first_problem, read_split
+    """A user domain's splits: a local file read whole (every bad line a problem, the first
+    :data:`~lm_eval_tasks.data.records.BAD_LINES_SHOWN` in full; an empty record a note, as
+    ``domsum new-task`` says them), a hub split by its first record."""
+    from lm_eval_tasks.data.records import BAD_LINES_SHOWN, BadLines, capped
+    from lm_eval_tasks.data.user_files import first_problem, read_split
 
     problems = []
     vocabulary = any("vocabulary" in registry.get(f).needs for f in spec.families)  # built from the train split
     for split in ["test"] + (["train"] if spec.shots or vocabulary else []):
-        problem = first_problem(spec.source, split, spec.name)
-        if problem is None and spec.source.format != "hub":
+        if spec.source.format != "hub":
             try:
                 # no task in the lines: a file that two tasks read (NAME, NAME_2shot) is said once
-                notes += capped(read_split(spec.source, split)[1])
-            except DataError as exc:
-                problem = str(exc)
+                records, empty = read_split(spec.source, split)
+            except BadLines as exc:
+                problems += capped(exc.problems, BAD_LINES_SHOWN, "bad line(s)")
+                continue
+            except DataError:
+                records = []  # the file itself (missing, unreadable): said below with the task's name
+            else:
+                notes += capped(empty)
+            if records:
+                continue
+        problem = first_problem(spec.source, split, spec.name)
         if problem:
             problems.append(problem)
     return problems

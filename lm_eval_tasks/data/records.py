@@ -26,6 +26,36 @@ class DataError(SuiteError, ValueError):
     """Bad or missing data; the message always says where and what to do."""
 
 
+#: bad lines a :class:`BadLines` message shows in full; the rest are counted
+BAD_LINES_SHOWN = 20
+
+
+class BadLines(DataError):
+    """Every bad line of a user's data files, as one error.
+
+    Why not the first one only: a file exported by a script usually holds the same fault
+    on many lines, and a user fixing them one run at a time reruns once per line. The
+    message shows the first :data:`BAD_LINES_SHOWN` lines in full (file, line, field,
+    reason) and counts the rest; ``problems`` holds them all. ``task``: named once, before
+    them all, rather than on every line.
+    """
+
+    def __init__(self, problems: Sequence[str], task: str | None = None) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            super().__init__(where_prefix(task) + self.problems[0])
+            return
+        shown = capped(self.problems, BAD_LINES_SHOWN, "bad line(s)")
+        super().__init__(f"{where_prefix(task)}{len(self.problems)} bad lines in the data; fix them and run "
+                         f"again:\n  " + "\n  ".join(shown))
+
+
+def capped(lines: list[str], limit: int = 10, what: str = "such record(s)") -> list[str]:
+    """The first ``limit`` of ``lines`` and one line saying how many more: a file with
+    thousands of empty records is a few console lines, not thousands."""
+    return lines[:limit] + ([f"... and {len(lines) - limit} more {what}"] if len(lines) > limit else [])
+
+
 def where_prefix(task: str | None) -> str:
     """``task 'NAME': `` before a message about that task's data (empty without a task)."""
     return f"task {task!r}: " if task else ""
@@ -65,7 +95,7 @@ def is_blank(text: Any) -> bool:
 
 
 def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, editable: bool,
-               field: str = "id") -> int:
+               field: str = "id", problems: list[str] | None = None) -> int:
     """Give every record a string ``id`` (``<prefix>/<index>`` when it has none) and keep ids unique.
 
     Why here: scores, comparisons and demonstration draws are keyed by the id, so a repeat
@@ -74,6 +104,8 @@ def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, edita
     (``editable``) a repeat is a :class:`DataError` naming the file, the line and ``field``
     (the record's id field); a hub split cannot be edited, so the repeat is renamed
     ``<id>#<n>`` with the original in ``duplicate_id_of``. Returns how many were renamed.
+    ``problems``: a list that collects every such error (one line each) instead of raising
+    the first, for :class:`BadLines`.
     """
     seen: dict[str, str] = {}
     renamed = 0
@@ -81,15 +113,17 @@ def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, edita
         rec.setdefault("id", f"{prefix}/{i}")
         if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
             if isinstance(rec["id"], (dict, list)) or rec["id"] is None:
-                raise DataError(f"{places[i]}: field {field!r} must be a string or a number, got "
+                _fail(problems, f"{places[i]}: field {field!r} must be a string or a number, got "
                                 f"{type(rec['id']).__name__}")
+                continue
             rec["id"] = str(rec["id"])
         if rec["id"] in seen:
             if editable:
-                raise DataError(f"{places[i]}: field {field!r}: id {rec['id']!r} is already used at "
+                _fail(problems, f"{places[i]}: field {field!r}: id {rec['id']!r} is already used at "
                                 f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
                                 f"comparisons are keyed by them). Give each record its own id, or remove the "
                                 f"id field to number records by position.")
+                continue
             original, n = rec["id"], 2
             while f"{original}#{n}" in seen:
                 n += 1
@@ -99,29 +133,48 @@ def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, edita
     return renamed
 
 
-def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError) -> Iterator[tuple[str, Any]]:
+def _fail(problems: list[str] | None, message: str, error: type[Exception] = DataError) -> None:
+    """Raise ``message``, or add it to ``problems`` when the caller collects every bad line."""
+    if problems is None:
+        raise error(message)
+    problems.append(message)
+
+
+def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError,
+               problems: list[str] | None = None) -> Iterator[tuple[str, Any]]:
     """``(where, parsed value)`` of every non-blank line of a JSON-lines file.
 
     ``where`` is ``"<prefix><path>, line <n>"``, for the caller's own messages. Lines are
     decoded one by one so that bad UTF-8 is reported with its line number, not as a bare
     ``UnicodeDecodeError`` from deep inside the file iterator; bad UTF-8 and invalid JSON
-    raise ``error`` naming the file and line.
+    raise ``error`` naming the file and line, or, given ``problems``, are added there and
+    skipped.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             where = f"{prefix}{path}, line {lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise error(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); "
-                            f"re-encode the file as UTF-8") from None
-            if not line.strip():
-                continue
-            try:
-                yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise error(f"{where}: invalid JSON ({exc.msg}: column {exc.colno})") from None
+            value, bad = _parse_line(raw)
+            if bad:
+                _fail(problems, f"{where}: {bad}", error)
+            elif value is not _BLANK:
+                yield where, value
 
+
+_BLANK = object()
+
+
+def _parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """One line's JSON value (:data:`_BLANK` for a blank line), or why it has none."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); re-encode the file as UTF-8"
+    if not line.strip():
+        return _BLANK, None
+    try:
+        return json.loads(line), None
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg}: column {exc.colno})"
 
 
 @dataclass(frozen=True)
@@ -143,5 +196,5 @@ class HubSource:
     note: str = ""
 
 
-__all__ = ["HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "assign_ids", "check_text", "is_blank", "json_lines",
+__all__ = ["BAD_LINES_SHOWN", "BadLines", "HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "capped", "assign_ids", "check_text", "is_blank", "json_lines",
            "validate_record", "where_prefix"]

@@ -11,12 +11,13 @@ problem names the task, the file, the line and the field, as the loader's do.
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.data.records import DataError, assign_ids, is_blank, json_lines, validate_record, \
+from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, is_blank, json_lines, validate_record, \
     where_prefix as _where
 
 #: the declared source of every registered user domain, by ``(benchmark, subset)``: the
@@ -55,26 +56,35 @@ def _rename(rec: dict, source: Any, where: str) -> dict:
     return out
 
 
-def iter_records(source: Any, split: str, task: str | None = None) -> Iterator[tuple[str, dict]]:
-    """``(where, record)`` of one split, validated, under the loader's field names."""
+def iter_records(source: Any, split: str, task: str | None = None,
+                 problems: list[str] | None = None) -> Iterator[tuple[str, dict]]:
+    """``(where, record)`` of one split, validated, under the loader's field names.
+
+    A bad line raises its :class:`DataError`; given ``problems``, its message is added
+    there and the line skipped, so that one read finds every bad line. A file that
+    cannot be read at all (missing, not UTF-8 as CSV) raises either way."""
     fields = (source.document_field, source.summary_field)
     if source.format == "hub":
-        yield from _hub_records(source, split, task, fields)
-        return
-    path = split_path(source, split, task)
-    if not path.is_file():
-        raise DataError(f"{_where(task)}{split} file {path} does not exist (dataset_kwargs.data_files."
-                        f"{split} in the task YAML)")
-    if source.format == "csv":
-        rows = _csv_rows(path, _where(task))
+        rows = _hub_rows(source, split, task, fields)
     else:
-        rows = json_lines(path, _where(task))
+        path = split_path(source, split, task)
+        if not path.is_file():
+            raise DataError(f"{_where(task)}{split} file {path} does not exist (dataset_kwargs.data_files."
+                            f"{split} in the task YAML)")
+        rows = (_csv_rows(path, _where(task), problems) if source.format == "csv"
+                else json_lines(path, _where(task), problems=problems))
     for where, rec in rows:
-        yield where, _rename(validate_record(rec, fields, where), source, where)
+        try:
+            yield where, _rename(validate_record(rec, fields, where), source, where)
+        except DataError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
 
 
-def _csv_rows(path: Path, prefix: str) -> Iterator[tuple[str, dict]]:
-    """Rows of a CSV file with a header line, each with its line number."""
+def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Iterator[tuple[str, dict]]:
+    """Rows of a CSV file with a header line, each with its line number (a row with more
+    cells than the header is an error, or one of ``problems``)."""
     csv.field_size_limit(sys.maxsize)  # documents are long; the default limit is 128 KiB
     try:
         with open(path, newline="", encoding="utf-8") as fh:
@@ -82,13 +92,16 @@ def _csv_rows(path: Path, prefix: str) -> Iterator[tuple[str, dict]]:
             for row in reader:
                 where = f"{prefix}{path}, line {reader.line_num}"
                 if None in row:
-                    raise DataError(f"{where}: more cells than the header has columns")
+                    if problems is None:
+                        raise DataError(f"{where}: more cells than the header has columns")
+                    problems.append(f"{where}: more cells than the header has columns")
+                    continue
                 yield where, {k: ("" if v is None else v) for k, v in row.items()}
     except UnicodeDecodeError as exc:
         raise DataError(f"{prefix}{path}: not valid UTF-8 ({exc.reason}); re-encode the file as UTF-8") from None
 
 
-def _hub_records(source: Any, split: str, task: str | None, fields: tuple[str, str]) -> Iterator[tuple[str, dict]]:
+def _hub_rows(source: Any, split: str, task: str | None, fields: tuple[str, str]) -> Iterator[tuple[str, dict]]:
     from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
 
     hub_split = split_path(source, split, task).as_posix()
@@ -107,8 +120,7 @@ def _hub_records(source: Any, split: str, task: str | None, fields: tuple[str, s
         raise DataError(f"{what}: no column {', '.join(map(repr, missing))}; columns: {ds.column_names} "
                         f"(set document_field / summary_field under metadata.domain)")
     for i, row in enumerate(ds):
-        where = f"{what}, row {i}"
-        yield where, _rename(validate_record(dict(row), fields, where), source, where)
+        yield f"{what}, row {i}", dict(row)
 
 
 def read_split(source: Any, split: str, task: str | None = None) -> tuple[list[dict], list[str]]:
@@ -116,15 +128,20 @@ def read_split(source: Any, split: str, task: str | None = None) -> tuple[list[d
     an empty document or summary: what ``domsum new-task`` and ``domsum run``'s data check
     read before a model loads.
 
-    A repeated id is the :class:`DataError` the loader raises (file, line, field); an
-    empty document or summary is not an error: the record is left out when the task
-    loads and counted in the results (``skipped_empty``; ``demo_pool_skipped_empty`` for
-    the two-shot task's demonstrations), as for every benchmark, and the line says so.
+    Every bad line (invalid JSON, a missing or non-text field, a repeated id: file, line,
+    field and reason) is found in one read and raised as one :class:`BadLines`, in the
+    file's order; an empty document or summary is not an error: the record is left out
+    when the task loads and counted in the results (``skipped_empty``;
+    ``demo_pool_skipped_empty`` for the two-shot task's demonstrations), as for every
+    benchmark, and the line says so.
     """
-    lines = list(iter_records(source, split, task))
+    problems: list[str] = []
+    lines = list(iter_records(source, split, task, problems))
     records = [rec for _, rec in lines]
     assign_ids(records, [where for where, _ in lines], split, editable=source.format != "hub",
-               field=source.id_field or "id")
+               field=source.id_field or "id", problems=problems)
+    if problems:
+        raise BadLines(sorted(problems, key=_line_number))
     counted = ("left out and counted (skipped_empty in the results)" if split != "train" else
                "left out of the demonstrations and counted (demo_pool_skipped_empty in the two-shot task's results)")
     empty = []
@@ -136,10 +153,11 @@ def read_split(source: Any, split: str, task: str | None = None) -> tuple[list[d
     return records, empty
 
 
-def capped(lines: list[str], limit: int = 10) -> list[str]:
-    """The first ``limit`` of ``lines`` and one line saying how many more: a file with
-    thousands of empty records is a few console lines, not thousands."""
-    return lines[:limit] + ([f"... and {len(lines) - limit} more such record(s)"] if len(lines) > limit else [])
+def _line_number(problem: str) -> int:
+    """The line (or hub row) a problem names: repeated ids, found after every line is read,
+    take their place in the file's order."""
+    found = re.search(r", (?:line|row) (\d+): ", problem)
+    return int(found.group(1)) if found else 0
 
 
 def first_problem(source: Any, split: str, task: str | None = None) -> str | None:

@@ -102,8 +102,8 @@ def stub_config(server: "StubJudgeServer", cache: Any = None, **overrides: Any) 
     from custom_metrics.judge import JudgeConfig
 
     base: dict[str, Any] = dict(model="stub-judge", base_url=server.url, api_key="test",
-                                cache_path=str(cache) if cache else None, backoff_base_s=0.01,
-                                backoff_cap_s=0.05, timeout_s=1.5, max_retries=2, progress=False)
+                                cache=str(cache) if cache else None, backoff_base_s=0.01,
+                                backoff_cap_s=0.05, timeout=1.5, max_retries=2, progress=False)
     base.update(overrides)
     return JudgeConfig(**base)
 

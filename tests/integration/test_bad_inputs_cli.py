@@ -88,14 +88,14 @@ def test_url_credentials_are_masked_everywhere(tmp_path, monkeypatch):
     with StubJudgeServer() as server:
         server.set_default(Text("4"))
         url = server.url.replace("http://", f"http://judge:{KEY}@")
-        cfg = JudgeConfig(model="stub", base_url=url, api_key="local", cache_path=str(tmp_path / "c.sqlite"),
+        cfg = JudgeConfig(model="stub", base_url=url, api_key="local", cache=str(tmp_path / "c.sqlite"),
                           logprobs="off", n_samples=1)
         judge_scores([[{"role": "user", "content": "rate 1-5"}]], (1, 5), cfg)
         assert KEY not in json.dumps(cfg.describe())
     con = sqlite3.connect(str(tmp_path / "c.sqlite"))
     assert not [r for r in con.execute("SELECT endpoint, request, response FROM answers") if KEY in "".join(r)]
     with pytest.raises(Exception) as info:
-        judge_metrics.check_endpoint(JudgeConfig(model="m", base_url=f"http://u:{KEY}@127.0.0.1:9/v1", cache_path=None))
+        judge_metrics.check_endpoint(JudgeConfig(model="m", base_url=f"http://u:{KEY}@127.0.0.1:9/v1", cache=None))
     # the key left the URL for the Authorization header: the error names the bare endpoint
     assert KEY not in str(info.value) and "http://127.0.0.1:9/v1" in str(info.value)
 
@@ -109,7 +109,7 @@ def test_an_unusable_judge_cache_never_costs_the_scores(tmp_path, monkeypatch, c
     with StubJudgeServer() as server:
         server.set_default(Text("4"))
         for cache in (corrupt, folder):
-            cfg = JudgeConfig(model="stub", base_url=server.url, api_key="local", cache_path=str(cache),
+            cfg = JudgeConfig(model="stub", base_url=server.url, api_key="local", cache=str(cache),
                               logprobs="off", n_samples=1)
             res = judge_scores([[{"role": "user", "content": f"rate {cache.name}"}]], (1, 5), cfg)
             assert res.scores == [4.0]

@@ -64,7 +64,7 @@ def test_judge_focus_words_to_labels_with_stub_judge(tmp_path):
         server.on("SUMMARY-E", Text("empirical"))
         server.on("SUMMARY-C", Text("’Conceptual’"))
         server.on("SUMMARY-G", Text("garbage"))
-        cfg = JudgeConfig(model="stub", base_url=server.url, api_key="x", cache_path=str(tmp_path / "j.sqlite"),
+        cfg = JudgeConfig(model="stub", base_url=server.url, api_key="x", cache=str(tmp_path / "j.sqlite"),
                           progress=False)
         labels, res = judge_focus(summaries, cfg)
         assert labels == ["high", "low", None, "high", None]

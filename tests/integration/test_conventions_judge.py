@@ -16,7 +16,7 @@ def test_judge_family_sends_the_variant_it_records(tmp_path, monkeypatch, varian
         monkeypatch.delenv(name, raising=False)
     with StubJudgeServer(time_limit_s=60) as srv:
         srv.set_default(Text("4"))
-        judge = JudgeConfig(model="stub-judge", base_url=srv.url, api_key="test", cache_path=None,
+        judge = JudgeConfig(model="stub-judge", base_url=srv.url, api_key="test", cache=None,
                             logprobs="off", n_samples=1, progress=False)
         ctx = Context(benchmark="adapteval", subset="pubmed", judge=judge,
                       settings={"judge_prompt_variant": variant},

@@ -20,8 +20,8 @@ def _clean_env(monkeypatch):
 
 
 def cfg(srv, **kw):
-    base = dict(model="stub-judge", base_url=srv.url, api_key="test", cache_path=None,
-                backoff_base_s=0.01, backoff_cap_s=0.05, timeout_s=5.0, progress=False)
+    base = dict(model="stub-judge", base_url=srv.url, api_key="test", cache=None,
+                backoff_base_s=0.01, backoff_cap_s=0.05, timeout=5.0, progress=False)
     base.update(kw)
     return JudgeConfig(**base)
 
@@ -85,7 +85,7 @@ def test_fm_few_variant_and_reference_facets_given():
 def test_second_run_served_from_cache(tmp_path):
     with StubJudgeServer(time_limit_s=60) as srv:
         _script(srv)
-        c = cfg(srv, cache_path=str(tmp_path / "j.sqlite"))
+        c = cfg(srv, cache=str(tmp_path / "j.sqlite"))
         first = fm_scores([REF], [CAND], c)
         n = srv.received
         second = fm_scores([REF], [CAND], c)
@@ -152,7 +152,7 @@ def test_fm_counts_timeouts_and_garbage_exactly():
         srv.on("Input2: 'off method'", Text("5/10"))
         srv.on("Input2: '" + CAND_BAD, Text("-1"))  # its vanilla rating
         srv.set_default(Text("3"))
-        out = fm_scores([REF] * 4, [CAND, CAND_STALL, CAND_BAD, CAND_OFF], cfg(srv, timeout_s=0.4, max_retries=1))
+        out = fm_scores([REF] * 4, [CAND, CAND_STALL, CAND_BAD, CAND_OFF], cfg(srv, timeout=0.4, max_retries=1))
         received = srv.received
     good, stall, bad, off = out["per_item"]
     assert good["failure"] is None and good["fm"] is not None and good["fm_vanilla"] == pytest.approx(0.75)
@@ -189,7 +189,7 @@ def test_fm_endpoint_that_stops_answering_counts_every_pair(caplog):
         srv.on("Input: CANDIDATE", Stall(max_s=5))
         srv.set_default(Text("3"))
         stats = JudgeStats()
-        ctx = Context(settings={"fm_variant": "zero"}, judge=cfg(srv, timeout_s=0.3, max_retries=0),
+        ctx = Context(settings={"fm_variant": "zero"}, judge=cfg(srv, timeout=0.3, max_retries=0),
                       options={"judge_stats": stats})
         family = get("fm")
         with caplog.at_level(logging.ERROR, logger="custom_metrics.fm"):

@@ -36,8 +36,8 @@ def server():
 
 def cfg(srv: StubJudgeServer, cache: Path | None = None, **kw) -> JudgeConfig:
     """A fast-retrying config for the stub (tiny backoff, short timeout)."""
-    base = dict(model="stub-judge", base_url=srv.url, api_key="test", cache_path=str(cache) if cache else None,
-                backoff_base_s=0.01, backoff_cap_s=0.05, timeout_s=5.0, progress=False)
+    base = dict(model="stub-judge", base_url=srv.url, api_key="test", cache=str(cache) if cache else None,
+                backoff_base_s=0.01, backoff_cap_s=0.05, timeout=5.0, progress=False)
     base.update(kw)
     return JudgeConfig(**base)
 
@@ -110,7 +110,7 @@ def test_500_then_success(server):
 def test_timeout_then_success(server):
     server.on(M("t"), Hang(1.5), Text("5"))
     t0 = time.perf_counter()
-    res = judge_scores([req("t")], (1, 5), cfg(server, timeout_s=0.3))
+    res = judge_scores([req("t")], (1, 5), cfg(server, timeout=0.3))
     assert res.scores == [5.0] and res.stats.retries == 1
     assert time.perf_counter() - t0 < 1.5  # the client gave up on the hung request
     assert server.received == 2
@@ -221,7 +221,7 @@ def test_transformers_serve_like_server_auto_mode_counts_everything():
 
 def test_default_sizing_starts_several_in_flight_without_a_probe():
     with StubJudgeServer(latency_s=0.05, time_limit_s=60) as srv:
-        res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
+        res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
     assert res.n_scored == 12
     assert srv.arrivals_in_flight[:3] == [1, 2, 3]  # no request went alone to measure the latency
     assert srv.max_in_flight >= judge_conf.START_CONCURRENCY
@@ -230,14 +230,14 @@ def test_default_sizing_starts_several_in_flight_without_a_probe():
     assert sizing["start_concurrency"] == judge_conf.START_CONCURRENCY <= sizing["peak_concurrency"]
     assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["floor_latency_s"] < 2
     assert sizing["requests"] == srv.received == 12 and sizing["concurrency_decreases"] == 0
-    assert res.config["timeout_s"] == "auto" and res.config["max_concurrency"] == "auto"
+    assert res.config["timeout"] == "auto" and res.config["concurrency"] == "auto"
 
 
 def test_pacing_fills_a_batching_server_beyond_the_start():
     """16 slots, flat latency up to 16 in flight: answers stay near the fastest, so the
     bound grows past its start until the server queues."""
     with StubJudgeServer(latency_s=0.1, slots=16, time_limit_s=60) as srv:
-        res = judge_scores([req(f"b{i}") for i in range(96)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
+        res = judge_scores([req(f"b{i}") for i in range(96)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
     assert res.n_scored == 96
     (sizing,) = res.stats.sizing
     assert sizing["peak_concurrency"] >= 16 and srv.max_in_flight >= 16
@@ -255,7 +255,7 @@ def test_pacing_holds_against_a_one_at_a_time_server(slow_scale):
     """A serialising server queues from the second request on: answers come slower than
     the first, so the bound holds (more would only lengthen the queue)."""
     with StubJudgeServer(latency_s=0.05, serialize=True, time_limit_s=60) as srv:
-        res = judge_scores([req(f"q{i}") for i in range(30)], (1, 5), cfg(srv, timeout_s=None, logprobs="on"))
+        res = judge_scores([req(f"q{i}") for i in range(30)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
     assert res.n_scored == 30 and res.stats.failed == {} and res.stats.retries == 0
     (sizing,) = res.stats.sizing
     assert sizing["floor_latency_s"] >= 0.05
@@ -284,7 +284,7 @@ def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
     queue times out, and every timeout is counted, the message naming the settings."""
     with StubJudgeServer(latency_s=0.25, serialize=True, time_limit_s=60) as srv:
         res = judge_scores([req(f"t{i}") for i in range(8)], (1, 5),
-                           cfg(srv, timeout_s=0.6, max_concurrency=8, max_retries=0, logprobs="on"))
+                           cfg(srv, timeout=0.6, concurrency=8, max_retries=0, logprobs="on"))
         time.sleep(0.25 * 8)  # let the server drain what the client gave up on
         received = srv.received
     st = res.stats
@@ -305,7 +305,7 @@ def test_set_timeout_with_paced_concurrency_halves_it_when_the_queue_times_out(s
     """8 at once against a one-at-a-time server, 1.0 s each: the back of the queue times
     out, and the timeouts of two requests halve the requests in flight; the set timeout stays."""
     with StubJudgeServer(latency_s=0.2, serialize=True, time_limit_s=60) as srv:
-        res = judge_scores([req(f"c{i}") for i in range(8)], (1, 5), cfg(srv, timeout_s=1.0, logprobs="on"))
+        res = judge_scores([req(f"c{i}") for i in range(8)], (1, 5), cfg(srv, timeout=1.0, logprobs="on"))
     (sizing,) = res.stats.sizing
     assert sizing["timeout_s"] == 1.0 and sizing["timeout_source"] == "set"
     assert sizing["concurrency_decreases"] >= 1 and sizing["max_concurrency"] < judge_conf.START_CONCURRENCY
@@ -313,7 +313,7 @@ def test_set_timeout_with_paced_concurrency_halves_it_when_the_queue_times_out(s
 
 
 def test_set_concurrency_is_kept_and_the_timeout_sized(server):
-    res = judge_scores([req(f"k{i}") for i in range(6)], (1, 5), cfg(server, timeout_s=None, max_concurrency=3))
+    res = judge_scores([req(f"k{i}") for i in range(6)], (1, 5), cfg(server, timeout=None, concurrency=3))
     (sizing,) = res.stats.sizing
     assert sizing["max_concurrency"] == 3 and sizing["concurrency_source"] == "set"
     assert sizing["timeout_source"] == "auto" and sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S
@@ -327,7 +327,7 @@ def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monke
     server.on(M("h1"), Hang(0.5), Text("4"))
     server.on(M("h2"), Hang(0.5), Text("4"))
     items = [req("fine0"), req("fine1"), req("h1"), req("h2")]
-    res = judge_scores(items, (1, 5), cfg(server, timeout_s=None))
+    res = judge_scores(items, (1, 5), cfg(server, timeout=None))
     assert res.scores == [3.0, 3.0, 4.0, 4.0] and res.stats.retries == 2
     (sizing,) = res.stats.sizing
     assert sizing["timeout_adaptations"] == 1
@@ -341,7 +341,7 @@ def test_no_answer_within_the_first_wait_stops_the_batch_and_names_the_settings(
     stats = JudgeStats()
     t0 = time.perf_counter()
     with pytest.raises(JudgeRequestError) as info:
-        judge_scores([req(f"x{i}") for i in range(5)], (1, 5), cfg(server, timeout_s=None, logprobs="on"),
+        judge_scores([req(f"x{i}") for i in range(5)], (1, 5), cfg(server, timeout=None, logprobs="on"),
                      stats=stats)
     assert time.perf_counter() - t0 < 3
     msg = str(info.value)
@@ -354,7 +354,7 @@ def test_no_answer_within_the_first_wait_stops_the_batch_and_names_the_settings(
 
 def test_in_flight_requests_bounded():
     with StubJudgeServer(latency_s=0.05) as srv:
-        res = judge_scores([req(f"c{i}") for i in range(12)], (1, 5), cfg(srv, max_concurrency=3))
+        res = judge_scores([req(f"c{i}") for i in range(12)], (1, 5), cfg(srv, concurrency=3))
     assert res.n_scored == 12
     assert 2 <= srv.max_in_flight <= 3
 
@@ -402,7 +402,7 @@ def test_interrupted_run_loses_no_answered_call(tmp_path):
     items = [req(f"i{k}") for k in range(n)]
     path = tmp_path / "interrupt.sqlite"
     with StubJudgeServer(latency_s=0.1, default=(Text("4"),)) as srv:
-        config = cfg(srv, path, max_concurrency=4)
+        config = cfg(srv, path, concurrency=4)
         stats = JudgeStats()
 
         async def interrupted():

@@ -114,7 +114,7 @@ def test_stall_reset_429_and_500_each_fail_one_item_with_its_reason(server):
     server.on(M("down"), Status(500))
     items = [req(m) for m in ("ok", "stall", "reset", "busy", "down")]
     t0 = time.perf_counter()
-    res = judge_scores(items, (1, 5), cfg(server, timeout_s=0.5, max_retries=1))
+    res = judge_scores(items, (1, 5), cfg(server, timeout=0.5, max_retries=1))
     elapsed = time.perf_counter() - t0
     assert res.scores == [3.0, None, None, None, None]
     assert res.reasons == [None, "timeout", "connection", "http_429", "http_500"]
@@ -137,7 +137,7 @@ def test_summary_line_and_failed_counts_by_reason(server):
     server.on(M("slow"), Stall(max_s=10))
     server.set_default(Text("4"))
     items = [req(f"fine{i}") for i in range(26)] + [req("bad0"), req("bad1"), req("slow")]
-    res = judge_scores(items, (1, 5), cfg(server, timeout_s=0.4))
+    res = judge_scores(items, (1, 5), cfg(server, timeout=0.4))
     assert res.n_scored == 26
     assert res.stats.summary_line() == (
         "3 of 29 judge items failed: 2 invalid JSON after 3 tries, 1 timeout after 3 tries; to avoid timeouts "
@@ -203,7 +203,7 @@ def test_empty_generations_are_not_sent_and_counted(server):
     assert res.mean == 4.0
     assert res.stats.summary_line() == "all 1 judge items scored; 2 empty summaries skipped (not sent)"
     # nothing to judge at all: no request, no client, no key needed
-    none = judge_scores([req("z")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache_path=None, progress=False),
+    none = judge_scores([req("z")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache=None, progress=False),
                         generations=[""])
     assert none.scores == [None] and none.stats.http_calls == 0
 
@@ -266,7 +266,7 @@ def test_two_runs_sharing_one_cache_pay_once_per_item(tmp_path):
     items = [req(f"shared{i}") for i in range(n)]
     path = tmp_path / "shared.sqlite"
     with StubJudgeServer(latency_s=0.05, default=(Text("4"),), time_limit_s=60) as srv:
-        config = cfg(srv, path, max_concurrency=4)
+        config = cfg(srv, path, concurrency=4)
         runs = _run_in_threads(2, lambda k: judge_scores(items, (1, 5), config))
         assert srv.received == n  # not 2n
     for res in runs:
@@ -329,8 +329,8 @@ _CHILD = """
 import json, sys
 from custom_metrics.judge import JudgeConfig, judge_scores
 url, path, items = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
-config = JudgeConfig(model="stub-judge", base_url=url, api_key="test", cache_path=path,
-                     max_concurrency=4, timeout_s=5.0, max_retries=1, backoff_base_s=0.01,
+config = JudgeConfig(model="stub-judge", base_url=url, api_key="test", cache=path,
+                     concurrency=4, timeout=5.0, max_retries=1, backoff_base_s=0.01,
                      backoff_cap_s=0.05, progress=False)
 res = judge_scores(items, (1, 5), config)
 print(json.dumps({"n_scored": res.n_scored, "answers": res.stats.answers}), flush=True)
@@ -356,7 +356,7 @@ def test_a_process_and_a_thread_sharing_one_cache_pay_once(tmp_path):
             deadline = time.monotonic() + 30
             while srv.received == 0 and time.monotonic() < deadline:  # the child is under way
                 time.sleep(0.01)
-            res = judge_scores(items, (1, 5), cfg(srv, path, max_concurrency=4))
+            res = judge_scores(items, (1, 5), cfg(srv, path, concurrency=4))
             out, err = proc.communicate(timeout=60)
         finally:
             proc.kill()
@@ -371,7 +371,7 @@ def test_interrupted_process_rerun_repeats_only_in_flight_requests(tmp_path, sig
     """Kill a run mid-way; a re-run pays only for what had no answer yet.
 
     Repeated requests (paid twice) can only be those in flight at the kill: at most
-    ``max_concurrency``. A killed owner's claims are taken over at once (its pid is
+    ``concurrency``. A killed owner's claims are taken over at once (its pid is
     gone), not after their expiry; an interrupted (SIGINT) run releases them itself.
     """
     n = 24
@@ -396,7 +396,7 @@ def test_interrupted_process_rerun_repeats_only_in_flight_requests(tmp_path, sig
         assert pending <= 4 and (sig == signal.SIGKILL or pending == 0)
         srv.reset_counts()
         t0 = time.perf_counter()
-        res = judge_scores(items, (1, 5), cfg(srv, path, max_concurrency=4, claim_ttl_s=600))
+        res = judge_scores(items, (1, 5), cfg(srv, path, concurrency=4, claim_ttl_s=600))
         assert time.perf_counter() - t0 < 10  # orphaned claims were not waited out
         rerun = srv.received
     assert res.scores == [4.0] * n
@@ -430,7 +430,7 @@ def test_adapteval_judge_counts_timeouts_and_off_scale_replies_exactly(server):
     server.on("Fluency (1-3):", Text("5/10"))  # fluency of the first: another scale
     server.set_default(Text("4"))
     out = adapteval_judge(["Doc one.", "Doc two."], ["summary-one: fine.", "summary-two: hangs."], "pubmed",
-                          cfg(server, timeout_s=0.4, max_retries=1), prompt_variant="suite")
+                          cfg(server, timeout=0.4, max_retries=1), prompt_variant="suite")
     assert out["per_item"]["domain_adaptation"] == [4.0, None] and out["per_item"]["coherence"] == [4.0, None]
     assert out["per_item"]["fluency"] == [None, None]
     assert out["failed"] == {"domain_adaptation": {"timeout": 1}, "coherence": {"timeout": 1},
@@ -452,7 +452,7 @@ def test_ccs_focus_counts_timeouts_and_garbage_exactly(server):
     server.on("SUMMARY-STALL", Stall(max_s=5))
     server.on("SUMMARY-G", Text("5/10 conceptual and empirical"))  # names both labels: unparsable
     labels, res = judge_focus(["SUMMARY-E numbers.", "SUMMARY-STALL", "SUMMARY-G odd.", ""],
-                              cfg(server, timeout_s=0.4, max_retries=1))
+                              cfg(server, timeout=0.4, max_retries=1))
     assert labels == ["high", None, None, None]
     assert res.reasons == [None, "timeout", "parse", "empty"]
     st = res.stats

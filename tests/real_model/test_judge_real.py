@@ -60,7 +60,7 @@ def config(smollm2_server, tmp_path, monkeypatch) -> JudgeConfig:
     cfg = judge_config({"judge_model": smollm2_server.model, "judge_base_url": smollm2_server.base_url,
                         "judge_cache": str(tmp_path / "judge.sqlite"), "judge_n_samples": N_SAMPLES,
                         "progress": False})
-    assert cfg is not None and cfg.timeout_s is None and cfg.max_concurrency is None  # sized, not fixed
+    assert cfg is not None and cfg.timeout is None and cfg.concurrency is None  # sized, not fixed
     assert cfg.logprobs == "auto" and cfg.max_retries == JudgeConfig.__dataclass_fields__["max_retries"].default
     return cfg
 

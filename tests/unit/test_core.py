@@ -85,7 +85,7 @@ def test_api_key_never_comes_from_metadata(monkeypatch):
     monkeypatch.delenv("DOMSUM_JUDGE_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = settings.judge_config({"judge_model": "m", "judge_api_key": "leaked", "judge_concurrency": "3"})
-    assert cfg.api_key is None and cfg.max_concurrency == 3
+    assert cfg.api_key is None and cfg.concurrency == 3
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     assert settings.judge_config({"judge_model": "m"}).api_key == "sk-env"
     assert settings.judge_config({}) is None
@@ -149,7 +149,7 @@ def test_judge_endpoint_check_refuses_a_dead_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = JudgeConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", cache_path=None)
+    cfg = JudgeConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", cache=None)
     with pytest.raises(registry.ScorerUnavailable, match=r"judge_base_url.*OPENAI_BASE_URL"):
         judge_metrics.check_endpoint(cfg, timeout_s=2)
 

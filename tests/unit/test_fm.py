@@ -79,7 +79,7 @@ def test_prompts_follow_the_paper():
 def test_fm_without_judge_is_skipped_and_bad_args_raise():
     assert fm_scores(["a"], ["b"], None) is None
     with pytest.raises(ValueError):
-        fm_scores(["a"], ["b", "c"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache_path=None))
+        fm_scores(["a"], ["b", "c"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache=None))
     with pytest.raises(ValueError):
-        fm_scores(["a"], ["b"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache_path=None),
+        fm_scores(["a"], ["b"], JudgeConfig(model="m", base_url="http://127.0.0.1:9", cache=None),
                   variant="three")

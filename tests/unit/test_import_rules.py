@@ -143,15 +143,30 @@ def test_every_setting_a_family_names_exists():
     assert judged and all({"judge_model", "judge_concurrency", "judge_timeout"} <= set(f.reads) for f in judged)
 
 
-def test_the_judge_settings_table_maps_rows_to_config_fields():
+def test_each_judge_setting_has_one_name_the_config_field_without_judge_():
+    """No renaming table: a JudgeConfig field a setting fills is named as its row without
+    ``judge_`` (``progress``, the suite-wide switch, the one declared exception), and every
+    judge row fills a field or is a judged family's own setting (its record declares it)."""
+    import dataclasses
+
+    from custom_metrics import registry
     from custom_metrics.judge import JudgeConfig
-    from custom_metrics.judge.config import SETTINGS as JUDGE_SETTINGS
+    from custom_metrics.judge import config as judge_config
     from lm_eval_tasks.settings import SETTINGS
 
-    fields = JudgeConfig.__dataclass_fields__
-    assert sorted(k for k in JUDGE_SETTINGS if k not in SETTINGS) == []
-    assert sorted(f for f in JUDGE_SETTINGS.values() if f not in fields) == []
-    assert JUDGE_SETTINGS["judge_concurrency"] == "max_concurrency"
+    names = [f.name for f in dataclasses.fields(JudgeConfig)]
+    filled = {name: judge_config.setting_of(name) for name in names if judge_config.setting_of(name)}
+    assert {n: row for n, row in filled.items() if row != "judge_" + n} == {"progress": "progress"}
+    assert sorted(row for row in filled.values() if row not in SETTINGS) == []
+    assert judge_config.SETTINGS == tuple(filled.values()) and judge_config.FIELDS == tuple(filled)
+    assert {"model", "concurrency", "cache", "timeout", "base_url", "api_key"} <= set(filled)
+    assert set(names) - set(filled) == judge_config.NO_SETTING  # every unfilled field is declared so
+
+    family_own = {key for fam in registry.all_families() if "judge" in fam.needs for key in fam.settings}
+    judge_rows = {key for key, row in SETTINGS.items() if row.group == "judge" or key.startswith("judge_")}
+    assert sorted(judge_rows - set(filled.values()) - family_own) == []
+    assert sorted(judge_rows & set(filled.values()) & family_own) == []  # one owner per row
+    assert sorted(judge_rows - set(filled.values())) == ["judge_prompt_variant"]
 
 
 def test_every_setting_a_family_module_reads_is_declared_by_its_families():

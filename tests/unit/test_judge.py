@@ -119,23 +119,48 @@ def test_resolve_metadata_first_then_environment(monkeypatch, tmp_path):
     c = judge_config({"judge_model": "meta-model", "judge_base_url": "http://meta/v1/",
                       "judge_concurrency": "16", "judge_cache": str(tmp_path / "j.sqlite"),
                       "judge_logprobs": False})
-    assert (c.model, c.endpoint, c.max_concurrency) == ("meta-model", "http://meta/v1", 16)
-    assert c.cache_path == str(tmp_path / "j.sqlite") and c.logprobs == "off"
+    assert (c.model, c.endpoint, c.concurrency) == ("meta-model", "http://meta/v1", 16)
+    assert c.cache == str(tmp_path / "j.sqlite") and c.logprobs == "off"
     assert "sk-env" not in repr(c) and "api_key" not in c.describe()
-    assert judge_config({"judge_model": "m", "judge_cache": "off"}).cache_path is None
+    assert judge_config({"judge_model": "m", "judge_cache": "off"}).cache is None
     monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "judge-only-key")
     assert judge_config({}).api_key == "judge-only-key"
     monkeypatch.setenv("DOMSUM_JUDGE_CACHE", str(tmp_path / "env.sqlite"))
-    assert judge_config({}).cache_path == str(tmp_path / "env.sqlite")
+    assert judge_config({}).cache == str(tmp_path / "env.sqlite")
     with pytest.raises(JudgeConfigError, match="judge_concurrency"):
         judge_config({"judge_model": "m", "judge_concurrency": "many"})
     with pytest.raises(JudgeConfigError, match="'judge_concurrency' .* must be >= 1, got 0"):
         judge_config({"judge_model": "m", "judge_concurrency": 0})
 
 
+def test_every_judge_setting_fills_the_field_of_its_name(monkeypatch, tmp_path):
+    """Each row set to a value other than its default arrives in the field named as the row
+    without ``judge_`` (``progress`` as itself): the namespace rule, end to end."""
+    given = {"judge_model": "m", "judge_base_url": "http://h/v1", "judge_concurrency": 3,
+             "judge_cache": str(tmp_path / "c.sqlite"), "judge_logprobs": "off", "judge_n_samples": 4,
+             "judge_timeout": 7.5, "judge_max_retries": 1, "judge_max_requests": 9,
+             "judge_price_prompt": 0.5, "judge_price_completion": 1.5, "progress": False}
+    monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "sk-judge")
+    assert sorted([*given, "judge_api_key"]) == sorted(judge_conf.SETTINGS)  # every row is exercised
+    c = judge_config(given)
+    assert {key: getattr(c, key.removeprefix("judge_")) for key in given} == given
+    assert c.api_key == "sk-judge"
+
+
+def test_config_errors_name_the_setting_users_set():
+    with pytest.raises(JudgeConfigError, match=r"concurrency \(setting judge_concurrency\) must be >= 1 \(got 0\)"):
+        JudgeConfig(model="m", concurrency=0)
+    with pytest.raises(JudgeConfigError) as err:
+        JudgeConfig(model="m", timeout=0.0, top_logprobs=30, max_requests=-1)
+    message = str(err.value)
+    assert "timeout (setting judge_timeout) must be > 0 (got 0.0)" in message
+    assert "top_logprobs must be in 1..20 (got 30)" in message  # no setting: the field alone
+    assert "max_requests (setting judge_max_requests) must be >= 0 (got -1)" in message
+
+
 def test_openai_endpoint_without_key_is_a_clear_error():
     with pytest.raises(JudgeConfigError, match="OPENAI_API_KEY"):
-        judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache_path=None, progress=False))
+        judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache=None, progress=False))
 
 
 def test_the_package_reads_no_environment_variable(monkeypatch, tmp_path):
@@ -143,13 +168,13 @@ def test_the_package_reads_no_environment_variable(monkeypatch, tmp_path):
     fills them from the environment); the package itself reads neither."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-only")
     monkeypatch.setenv("DOMSUM_JUDGE_CACHE", str(tmp_path / "env.sqlite"))
-    assert JudgeConfig(model="m").cache_path == judge_conf.DEFAULT_CACHE_PATH
+    assert JudgeConfig(model="m").cache == judge_conf.DEFAULT_CACHE_PATH
     with pytest.raises(JudgeConfigError, match="OPENAI_API_KEY"):
-        judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache_path=None, progress=False))
+        judge_scores([req("x")], (1, 5), JudgeConfig(model="gpt-4o-mini", cache=None, progress=False))
     resolved = judge_config({"judge_model": "m"})
-    assert resolved.api_key == "sk-env-only" and resolved.cache_path == str(tmp_path / "env.sqlite")
+    assert resolved.api_key == "sk-env-only" and resolved.cache == str(tmp_path / "env.sqlite")
     monkeypatch.delenv("DOMSUM_JUDGE_CACHE")
-    assert judge_config({"judge_model": "m"}).cache_path == judge_conf.DEFAULT_CACHE_PATH
+    assert judge_config({"judge_model": "m"}).cache == judge_conf.DEFAULT_CACHE_PATH
     package = Path(judge_conf.__file__).parent
     for module in package.glob("*.py"):
         text = module.read_text(encoding="utf-8")

@@ -74,7 +74,7 @@ def test_an_existing_cache_opens_under_a_lock_and_a_new_one_is_unusable_at_once(
     holder = _lock(new)  # a new file, locked before any table exists
     stats = JudgeStats()
     t0 = time.monotonic()
-    assert usable_cache(JudgeConfig(model="m", cache_path=str(new)), stats) is None
+    assert usable_cache(JudgeConfig(model="m", cache=str(new)), stats) is None
     assert time.monotonic() - t0 < conf.CACHE_BUSY_TIMEOUT_S + 1.0  # not SQLite's 30 s
     assert stats.cache_unusable is not None and "locked by another process" in stats.cache_unusable
     holder.close()

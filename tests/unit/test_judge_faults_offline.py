@@ -16,12 +16,12 @@ _clean_judge_env = pytest.fixture(autouse=True, name="_clean_judge_env")(clear_j
 
 
 def test_mask_secrets_helper(monkeypatch):
-    config = JudgeConfig(model="m", base_url="http://h/v1", api_key=KEY, cache_path=None)
+    config = JudgeConfig(model="m", base_url="http://h/v1", api_key=KEY, cache=None)
     assert mask(f"Bearer {KEY}!", config) == f"Bearer {MASK}!"
     monkeypatch.setenv("OPENAI_API_KEY", "env-key-456789")
     monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "judge-key-987654")
     assert mask("a env-key-456789 b judge-key-987654 c") == f"a {MASK} b {MASK} c"
-    assert mask("the test suite", JudgeConfig(model="m", api_key="test", cache_path=None)) == "the test suite"
+    assert mask("the test suite", JudgeConfig(model="m", api_key="test", cache=None)) == "the test suite"
     assert mask(42) == "42"
 
 

@@ -62,6 +62,31 @@ def test_a_missing_field_names_file_line_and_field(tmp_path):
                              document_field="body", summary_field="gist"))
 
 
+def test_every_bad_csv_row_is_one_problem_of_one_error_in_file_order(tmp_path):
+    """A row with more cells than the header and repeated ids (found after every row is
+    read) come back together, in the file's order, with the task named once."""
+    from lm_eval_tasks.data.records import BadLines
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "test.csv").write_text("key,text,gist\nk1,doc one,sum\nk1,doc two,sum\nk3,doc,sum,extra\nk4,d,s\nk1,d,s\n")
+    (data / "train.csv").write_text("key,text,gist\nt1,doc,sum\n")
+    with pytest.raises(BadLines) as err:
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                             summary_field="gist", id_field="key"))
+    test = data / "test.csv"
+    assert err.value.problems == [
+        f"{test}, line 3: field 'key': id 'k1' is already used at line 2; ids must be unique (scores and "
+        f"comparisons are keyed by them). Give each record its own id, or remove the id field to number "
+        f"records by position.",
+        f"{test}, line 4: more cells than the header has columns",
+        f"{test}, line 6: field 'key': id 'k1' is already used at line 2; ids must be unique (scores and "
+        f"comparisons are keyed by them). Give each record its own id, or remove the id field to number "
+        f"records by position."]
+    assert str(err.value).splitlines()[0] == "task 'legalx': 3 bad lines in the data; fix them and run again:"
+    assert not (tmp_path / "tasks").exists()
+
+
 def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
     done = _write(tmp_path)
     config = read_task_yaml(done.out / "legalx.yaml")

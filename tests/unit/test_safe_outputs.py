@@ -141,7 +141,7 @@ def test_every_logger_and_exception_text_is_masked(monkeypatch):
 def test_a_key_that_cannot_be_a_header_is_named(key, found):
     problem = secrets.key_problem(key)
     assert problem and found in problem and "sk-abc" not in problem
-    with pytest.raises(JudgeConfigError, match="api_key must be"):
+    with pytest.raises(JudgeConfigError, match=r"api_key \(setting judge_api_key\) must be"):
         JudgeConfig(model="m", base_url="http://127.0.0.1:1/v1", api_key=key)
 
 
