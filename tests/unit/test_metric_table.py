@@ -85,3 +85,14 @@ def test_a_new_family_in_a_module_is_found_without_a_registry_edit(monkeypatch):
     assert registry.get("words") is words and registry.display_name("words") == "Words"
     batch = Batch(["a b c", "a"], ["x", "y"], ["", ""], [{}, {}])
     assert registry.score_corpus(["words"], batch, Context()) == {"words": 2.0}
+
+
+def test_functions_named_like_their_family_modules_stay_functions():
+    """``bertscore`` and ``dvo`` are public functions of ``custom_metrics`` and names of
+    family modules: building the table imports the modules, which must not shadow them."""
+    registry.names()  # every family module imported
+    from custom_metrics import bertscore, dvo
+    from custom_metrics.families import bertscore as bertscore_module, dvo as dvo_module
+
+    assert bertscore is bertscore_module.bertscore and dvo is dvo_module.dvo
+    assert custom_metrics.bertscore is bertscore and custom_metrics.dvo is dvo
