@@ -6,7 +6,10 @@ process. See docs/metrics.md ("Python API") for the public functions.
 
 The names below are imported on first use (PEP 562), so ``import custom_metrics`` or
 ``from custom_metrics import rouge_scores`` loads only what it names: a ROUGE-only
-caller imports no judge client, no FM and no statistics.
+caller imports no judge client, no FM and no statistics. ``bertscore`` and ``dvo`` are
+functions named like their family modules; those modules live in
+:mod:`custom_metrics.families`, so importing them binds nothing here that could shadow
+the functions.
 """
 
 from __future__ import annotations
@@ -14,35 +17,32 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Two functions share their module's name: bound now, as the package's attribute, so
-# that importing the module later (the registry does) cannot shadow the function.
-from custom_metrics.bertscore import bertscore
-from custom_metrics.dvo import dvo
-
 #: public name -> the module that defines it
 _PUBLIC: dict[str, str] = {
     "medqsum_battery": "custom_metrics.battery",
-    "blanc_help_per_document": "custom_metrics.blanc",
-    "blanc_scores": "custom_metrics.blanc",
-    "blanc_tune_per_document": "custom_metrics.blanc",
-    "bleu_scores": "custom_metrics.bleu",
-    "chrf_scores": "custom_metrics.bleu",
-    "corpus_sacrebleu": "custom_metrics.bleu",
-    "sentence_bleu_scores": "custom_metrics.bleu",
-    "sentence_chrf_scores": "custom_metrics.bleu",
-    "fkgl": "custom_metrics.ccs",
-    "focus_f1": "custom_metrics.ccs",
-    "keyword_success_rate": "custom_metrics.ccs",
-    "length_bin": "custom_metrics.ccs",
-    "length_scores": "custom_metrics.ccs",
-    "readability_scores": "custom_metrics.ccs",
-    "VocabularyNotFoundError": "custom_metrics.dvo",
-    "build_vocabulary": "custom_metrics.dvo",
-    "dvo_scores": "custom_metrics.dvo",
-    "dvo_token": "custom_metrics.dvo",
-    "dvo_token_scores": "custom_metrics.dvo",
-    "load_vocabulary": "custom_metrics.dvo",
-    "vocabulary_path": "custom_metrics.dvo",
+    "bertscore": "custom_metrics.families.bertscore",
+    "blanc_help_per_document": "custom_metrics.families.blanc",
+    "blanc_scores": "custom_metrics.families.blanc",
+    "blanc_tune_per_document": "custom_metrics.families.blanc",
+    "bleu_scores": "custom_metrics.families.bleu",
+    "chrf_scores": "custom_metrics.families.bleu",
+    "corpus_sacrebleu": "custom_metrics.families.bleu",
+    "sentence_bleu_scores": "custom_metrics.families.bleu",
+    "sentence_chrf_scores": "custom_metrics.families.bleu",
+    "fkgl": "custom_metrics.families.ccs",
+    "focus_f1": "custom_metrics.families.ccs",
+    "keyword_success_rate": "custom_metrics.families.ccs",
+    "length_bin": "custom_metrics.families.ccs",
+    "length_scores": "custom_metrics.families.ccs",
+    "readability_scores": "custom_metrics.families.ccs",
+    "VocabularyNotFoundError": "custom_metrics.families.dvo",
+    "dvo": "custom_metrics.families.dvo",
+    "build_vocabulary": "custom_metrics.families.dvo",
+    "dvo_scores": "custom_metrics.families.dvo",
+    "dvo_token": "custom_metrics.families.dvo",
+    "dvo_token_scores": "custom_metrics.families.dvo",
+    "load_vocabulary": "custom_metrics.families.dvo",
+    "vocabulary_path": "custom_metrics.families.dvo",
     "FACETS": "custom_metrics.fm",
     "extract_facets": "custom_metrics.fm",
     "fm_aggregate": "custom_metrics.fm",
@@ -66,7 +66,7 @@ _PUBLIC: dict[str, str] = {
     "ADAPTEVAL_METRICS": "custom_metrics.judge.prompts",
     "adapteval_judge": "custom_metrics.judge.prompts",
     "ModelUnavailable": "custom_metrics.hf_models",
-    "mauve_scores": "custom_metrics.mauve",
+    "mauve_scores": "custom_metrics.families.mauve",
     "MEASURES": "custom_metrics.measures",
     "PROFILES": "custom_metrics.measures",
     "domain_measures": "custom_metrics.measures",
@@ -78,11 +78,11 @@ _PUBLIC: dict[str, str] = {
     "novel_ngram_ratio": "custom_metrics.measures",
     "pair_measures": "custom_metrics.measures",
     "summarize_pairs": "custom_metrics.measures",
-    "meteor_per_document": "custom_metrics.meteor",
-    "meteor_scores": "custom_metrics.meteor",
-    "perplexity_per_text": "custom_metrics.perplexity",
-    "perplexity_scores": "custom_metrics.perplexity",
-    "rouge_scores": "custom_metrics.rouge",
+    "meteor_per_document": "custom_metrics.families.meteor",
+    "meteor_scores": "custom_metrics.families.meteor",
+    "perplexity_per_text": "custom_metrics.families.perplexity",
+    "perplexity_scores": "custom_metrics.families.perplexity",
+    "rouge_scores": "custom_metrics.families.rouge",
     "ENGLISH_STOPWORDS": "custom_metrics.stopwords",
     "aggregate_shift": "custom_metrics.token_shift",
     "domain_word_mask": "custom_metrics.token_shift",

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 
 class Encoder(Protocol):
-    """What the cache reads of a BERTScore encoder (:class:`custom_metrics.bertscore.Encoder`);
+    """What the cache reads of a BERTScore encoder (:class:`custom_metrics.families.bertscore.Encoder`);
     a protocol, so this module does not import the one that uses it."""
 
     model_name: str
@@ -45,7 +45,7 @@ class Encoder(Protocol):
 
     def identity(self) -> dict | None: ...
 
-log = logging.getLogger("custom_metrics.bertscore")
+log = logging.getLogger("custom_metrics.families.bertscore")
 
 #: the reference cache's default folder (the ``score_cache_dir`` row of lm_eval_tasks/settings.py)
 DEFAULT_CACHE_DIR = "~/.cache/domsum/scores"

@@ -8,12 +8,15 @@ chain, a higher-is-better table and a key list of its own. Every output key belo
 exactly one family (checked when the table is built).
 
 Where records live and how they are found: a family's record is declared in the module
-that holds its formula (``custom_metrics/rouge.py`` declares ``ROUGE``), listed in that
-module's ``METRIC_FAMILIES`` tuple. The registry imports every top-level module of
-``custom_metrics`` once, on first lookup, and collects those tuples; nothing else is
-registered anywhere. So a new metric family is two edits plus tests: its module (formula,
-per-document function and record in ``METRIC_FAMILIES``) and the catalogue's family list
-of the tasks that report it (``lm_eval_tasks/catalog.py``; medqsum's list is
+that holds its formula (``custom_metrics/families/rouge.py`` declares ``ROUGE``), listed in
+that module's ``METRIC_FAMILIES`` tuple. The registry imports every module of the
+:mod:`custom_metrics.families` package once, on first lookup, and collects those tuples;
+nothing else is registered anywhere, and no other package is scanned. So a new metric
+family is two edits plus tests: one module in ``custom_metrics/families/`` (formula,
+per-document function and record in ``METRIC_FAMILIES``; heavy machinery such as the
+judge client, FM, scorer models or torch imported inside the functions that use it, so
+that building the table stays cheap) and the catalogue's family list of the tasks that
+report it (``lm_eval_tasks/catalog.py``; medqsum's list is
 :data:`custom_metrics.battery.MEDQSUM`, which the catalogue reads).
 
 How a family is scored: :attr:`Family.score` takes a whole :class:`Batch` (every
@@ -326,24 +329,27 @@ _TABLE: dict[str, Family] | None = None
 
 
 def _collect() -> dict[str, Family]:
-    """Every family declared in a ``METRIC_FAMILIES`` tuple of a top-level ``custom_metrics``
-    module (module names in alphabetical order, families in declaration order).
+    """Every family declared in a ``METRIC_FAMILIES`` tuple of a module of
+    :mod:`custom_metrics.families` (module names in alphabetical order, families in
+    declaration order).
 
     Why a scan of one package rather than a list here: a list would be a third place to
-    edit for a new metric. Only this package's own top-level modules are read (no entry
-    points, no subpackages), so the table is exactly what ``custom_metrics/*.py`` declares.
+    edit for a new metric. Why that package only: the table is exactly what
+    ``custom_metrics/families/*.py`` declares, and a lookup imports the family modules
+    alone (light declarations), not the judge, FM, statistics or model machinery beside
+    them. No entry points, no subpackages.
     """
     import importlib
     import pkgutil
 
-    import custom_metrics
+    from custom_metrics import families
 
     table: dict[str, Family] = {}
     owner: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(custom_metrics.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
         if info.ispkg or info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"custom_metrics.{info.name}")
+        module = importlib.import_module(f"{families.__name__}.{info.name}")
         for fam in getattr(module, "METRIC_FAMILIES", ()):
             if fam.name in table:
                 raise ValueError(f"metric family {fam.name!r} is declared twice")

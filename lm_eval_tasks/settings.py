@@ -138,13 +138,13 @@ class Setting:
 
 
 def _rows() -> list[Setting]:
-    from custom_metrics.bertscore import DEFAULT_SCI_BERTSCORE_MODEL
-    from custom_metrics.blanc import DEFAULT_MODEL as BLANC_MODEL
-    from custom_metrics.dvo import DEFAULT_VOCAB_DIR, ENV_VOCAB_DIR
+    from custom_metrics.families.bertscore import DEFAULT_SCI_BERTSCORE_MODEL
+    from custom_metrics.families.blanc import DEFAULT_MODEL as BLANC_MODEL
+    from custom_metrics.families.dvo import DEFAULT_VOCAB_DIR, ENV_VOCAB_DIR
     from custom_metrics.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
-    from custom_metrics.mauve import DEFAULT_MODEL as MAUVE_MODEL
-    from custom_metrics.perplexity import DEFAULT_MODEL as PPL_MODEL
+    from custom_metrics.families.mauve import DEFAULT_MODEL as MAUVE_MODEL
+    from custom_metrics.families.perplexity import DEFAULT_MODEL as PPL_MODEL
     from custom_metrics.progress import ENV as PROGRESS_ENV
 
     judge = JudgeConfig.__dataclass_fields__

@@ -65,7 +65,7 @@ def fixture_records() -> list[dict]:
 
 
 def systems(records: list[dict]) -> dict[str, list[str]]:
-    from custom_metrics.blanc import split_sentences
+    from custom_metrics.families.blanc import split_sentences
 
     refs = [r["summary"] for r in records]
     return {

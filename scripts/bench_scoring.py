@@ -227,7 +227,7 @@ def main(argv=None) -> None:
     from lm_eval.tasks.cnn_dailymail import utils  # noqa: F401
     from transformers import AutoModel  # noqa: F401
 
-    from custom_metrics.rouge import rouge_scores
+    from custom_metrics.families.rouge import rouge_scores
 
     rouge_scores(["warm up"], ["warm up"])  # nltk's Porter stemmer import
     bench_harness(pairs[:1], encoder, args.layers)  # untimed: imports the encoder's classes
@@ -255,7 +255,7 @@ def main(argv=None) -> None:
             keep("strong B", bench_strong(system_b, refs, encoder, args.layers))
             keep("ours off B", bench_ours(system_b, encoder, args.layers, mirror, "off"))
             cache_bytes = sum(p.stat().st_size for p in cache.rglob("*.emb"))
-    tok = import_module("custom_metrics.bertscore").get_scorer(encoder, args.layers)
+    tok = import_module("custom_metrics.families.bertscore").get_scorer(encoder, args.layers)
     ref_tokens = sum(len(tok.token_ids(r)) for r in refs) / len(refs)
 
     sa, sb = best["strong A"], best["strong B"]

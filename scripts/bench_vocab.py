@@ -6,7 +6,7 @@ is synthetic but shaped like real scientific text: a Zipfian (s ~= 1.07) vocabul
 contracted forms, sentence punctuation attached to words (``word,`` ``word.``),
 parentheses and citations, documents of a few hundred words. Timed: lowercasing,
 splitting, exact NLTK-compatible tokenization, stopword/punctuation filtering and the
-top-10,000 selection (:class:`custom_metrics.dvo.VocabularyBuilder`); not timed:
+top-10,000 selection (:class:`custom_metrics.families.dvo.VocabularyBuilder`); not timed:
 generating the corpus. For comparison it also times the naive way (``word_tokenize``
 every document, count in a ``Counter``) on a slice.
 
@@ -30,7 +30,7 @@ for _p in (ROOT, ROOT / "tests"):  # run from the checkout: the packages and the
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from custom_metrics.dvo import VocabularyBuilder, is_vocabulary_word  # noqa: E402
+from custom_metrics.families.dvo import VocabularyBuilder, is_vocabulary_word  # noqa: E402
 from custom_metrics.tokenize import word_tokenize  # noqa: E402
 from helpers.corpus import synthetic_corpus  # noqa: E402
 

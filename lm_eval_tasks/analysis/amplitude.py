@@ -11,7 +11,7 @@ flipped control, each measured as the benchmark measures it: against the control
 run requested (so for the flipped attribute itself ``m_new`` is the control of the new
 value). Figure 4 lays the values out with one row per *changed* attribute and one column
 per *affected* attribute; the suite's columns are the controllability metrics of
-:mod:`custom_metrics.ccs` (:data:`CONTROL_METRICS`: length PCC and MAD, keyword SR,
+:mod:`custom_metrics.families.ccs` (:data:`CONTROL_METRICS`: length PCC and MAD, keyword SR,
 ΔFKGL, focus macro F1), grouped under their attribute in the paper's order.
 
 Why from per-document scores: a ``--log_samples`` line carries each document's score

@@ -422,8 +422,8 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     """The domain vocabulary of ``task`` (else the task named in the samples file name) and
     its file, under the resolved ``vocab_dir`` setting (metadata > ``$DOMSUM_VOCAB_DIR`` >
     default); None when no task can be told. Raises
-    :class:`custom_metrics.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
-    from custom_metrics.dvo import VocabularyNotFoundError, build_command, load_vocabulary
+    :class:`custom_metrics.families.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
+    from custom_metrics.families.dvo import VocabularyNotFoundError, build_command, load_vocabulary
     from lm_eval_tasks.catalog import lookup
     from lm_eval_tasks.data.vocab import domain_vocabulary_path
 
@@ -445,7 +445,7 @@ def flag_vocabulary(samples: str, vocabulary: str | None, task: str | None, voca
                     no_vocab: bool = False) -> tuple[list[str] | None, str | None]:
     """The vocabulary (and its file) the flags name: none with ``no_vocab``, else
     ``vocabulary``, else :func:`task_vocabulary`; :class:`FlagError` when no task can be told."""
-    from custom_metrics.dvo import load_vocabulary
+    from custom_metrics.families.dvo import load_vocabulary
 
     if no_vocab:
         return None, None

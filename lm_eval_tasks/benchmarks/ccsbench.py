@@ -36,7 +36,7 @@ import logging
 import math
 from typing import Any
 
-from custom_metrics.ccs import N_BINS
+from custom_metrics.families.ccs import N_BINS
 from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT as DEFAULT_SPEC
 from lm_eval_tasks.benchmarks.ccsbench_prompts import PromptSpec, resolve_prompt_spec
 from lm_eval_tasks.benchmarks.budget import word_budget

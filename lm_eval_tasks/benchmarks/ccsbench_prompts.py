@@ -65,7 +65,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.ccs import (
+from custom_metrics.families.ccs import (
     FOCUS_ANSWERS, FOCUS_CLASSES, FOCUS_INSTRUCTION, FOCUS_SYSTEM, N_BINS, bin_bounds, focus_messages,
 )
 from lm_eval_tasks.data.records import DataError
@@ -121,7 +121,7 @@ _PLACEHOLDERS: dict[str, tuple[set[str], set[str], set[str]]] = {
 class FocusPrompt:
     """The focus judge's request builder (called per summary) and its answer words.
 
-    ``judge_focus`` calls it like :func:`custom_metrics.ccs.focus_messages` and reads
+    ``judge_focus`` calls it like :func:`custom_metrics.families.ccs.focus_messages` and reads
     ``answers`` to parse the reply.
     """
 

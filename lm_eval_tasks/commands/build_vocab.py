@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from custom_metrics.dvo import DEFAULT_VOCAB_SIZE
+from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.data.vocab import TargetError, build_all, targets

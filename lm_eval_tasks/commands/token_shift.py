@@ -77,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from custom_metrics.dvo import VocabularyError
+    from custom_metrics.families.dvo import VocabularyError
     from lm_eval_tasks.catalog import UnknownTask
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -1,8 +1,8 @@
 """Building a domain vocabulary (what AdaptEval's DVO reads) from a split of the mirror or the hub.
 
-Why here and not in :mod:`custom_metrics.dvo`: the metric library counts words and
-reads and writes vocabulary files (:class:`custom_metrics.dvo.VocabularyBuilder`,
-:func:`custom_metrics.dvo.write_vocabulary`) without knowing where the suite's data
+Why here and not in :mod:`custom_metrics.families.dvo`: the metric library counts words and
+reads and writes vocabulary files (:class:`custom_metrics.families.dvo.VocabularyBuilder`,
+:func:`custom_metrics.families.dvo.write_vocabulary`) without knowing where the suite's data
 lives; streaming a benchmark's split (mirror or hub, through the one loader) is the
 suite's side. ``domsum build-vocab`` names the domains with :func:`targets` and builds them
 with :func:`build_all`.
@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from custom_metrics.errors import SuiteError
-from custom_metrics.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
+from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
 from lm_eval_tasks.settings import resolve
@@ -168,7 +168,7 @@ def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool |
     the fingerprint in the file's header keeps a changed train file from being scored
     against a stale vocabulary. Returns what the results record.
     """
-    from custom_metrics.dvo import VocabularyError, read_vocabulary
+    from custom_metrics.families.dvo import VocabularyError, read_vocabulary
 
     vocab_dir = resolve(metadata, "vocab_dir")
     path = domain_vocabulary_path(spec.benchmark, spec.subset, vocab_dir)

@@ -20,7 +20,8 @@ import pytest
 from conftest import FIXTURE_DATA, ROOT, minilm_dir, run_lm_eval, sigint_default, subprocess_env
 from helpers.judge_server import StubJudgeServer, Text, clear_judge_env
 
-from custom_metrics import judge_metrics, secrets
+from custom_metrics import secrets
+from custom_metrics.families import judge_metrics
 from custom_metrics.judge import JudgeConfig, judge_scores
 from helpers.bad_inputs import TASK, _mirror
 

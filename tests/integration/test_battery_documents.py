@@ -70,9 +70,9 @@ def test_per_document_values_aggregate_to_battery(minilm_path, tiny_mlm, tiny_ca
 
 def test_per_document_values_match_the_metric_modules(minilm_path, tiny_mlm, tiny_causal_lm):
     from custom_metrics.battery import battery_documents
-    from custom_metrics.bertscore import bertscore_per_document
-    from custom_metrics.bleu import sentence_bleu_scores
-    from custom_metrics.meteor import meteor_per_document
+    from custom_metrics.families.bertscore import bertscore_per_document
+    from custom_metrics.families.bleu import sentence_bleu_scores
+    from custom_metrics.families.meteor import meteor_per_document
 
     docs, refs = _fixture()
     preds = refs[1:] + refs[:1]

@@ -5,7 +5,7 @@ from importlib import import_module
 import pytest
 
 from custom_metrics import bertscore
-from custom_metrics.bertscore import bertscore_per_document, get_scorer, scorer_signature
+from custom_metrics.families.bertscore import bertscore_per_document, get_scorer, scorer_signature
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +78,7 @@ def test_encoder_goes_to_the_gpu_when_torch_sees_one(monkeypatch, minilm_path):
         def eval(self):
             return self
 
-    bs = import_module("custom_metrics.bertscore")
+    bs = import_module("custom_metrics.families.bertscore")
     # no device chosen yet in this process: an earlier in-process run's scoring chose one (devices.use)
     monkeypatch.setattr(import_module("custom_metrics.devices"), "_CURRENT", None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -91,7 +91,7 @@ def test_encoder_goes_to_the_gpu_when_torch_sees_one(monkeypatch, minilm_path):
 
 
 def test_token_budget_on_the_cpu_only(minilm_path, monkeypatch):
-    bs = import_module("custom_metrics.bertscore")
+    bs = import_module("custom_metrics.families.bertscore")
     seen = []
     real = bs._batches
 

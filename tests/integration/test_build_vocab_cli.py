@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 
-from custom_metrics.dvo import load_vocabulary
+from custom_metrics.families.dvo import load_vocabulary
 from helpers.dvo import _mirror
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from custom_metrics.ccs import fkgl, fkgl_syllable_source
+from custom_metrics.families.ccs import fkgl, fkgl_syllable_source
 from helpers.ccs_metrics import FKGL_TEXTS
 
 
@@ -56,7 +56,7 @@ def test_fkgl_equals_textstat_cmudict_path(textstat_cmudict_path, monkeypatch):
 def test_judge_focus_words_to_labels_with_stub_judge(tmp_path):
     from helpers.judge_server import StubJudgeServer, Text
 
-    from custom_metrics.ccs import focus_messages, judge_focus
+    from custom_metrics.families.ccs import focus_messages, judge_focus
     from custom_metrics.judge import JudgeConfig
 
     summaries = ["SUMMARY-E has numbers.", "SUMMARY-C has ideas.", "SUMMARY-G is odd.", "SUMMARY-E has numbers.", " "]

@@ -30,7 +30,7 @@ from helpers.dp_lm import run_ranks
 from helpers.judge_server import StubJudgeServer, Text
 
 from conftest import ROOT, subprocess_env
-from custom_metrics.rouge import rouge_tokens
+from custom_metrics.families.rouge import rouge_tokens
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def vocab_dir(tmp_path_factory, fixture_data_dir):
     """A PubMed domain vocabulary built from the fixture train split (library call)."""
-    from custom_metrics.dvo import build_vocabulary_counts, write_vocabulary
+    from custom_metrics.families.dvo import build_vocabulary_counts, write_vocabulary
     from lm_eval_tasks.data.loader import load_split
 
     out = tmp_path_factory.mktemp("vocab")

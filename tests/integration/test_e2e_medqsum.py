@@ -61,7 +61,7 @@ def test_zero_and_two_shot_full_battery(tmp_path, tiny_causal_lm, tiny_mlm, fixt
     assert zero["arguments"]["gen_args_0"]["arg_0"].count("Question: ") == 1
     # CIDEr-D, the family added to the battery: per-document values recomputed from the
     # logged generations and references (idf over the task's documents), and their mean reported
-    from custom_metrics.cider import cider_documents
+    from custom_metrics.families.cider import cider_documents
 
     samples = own_samples(tmp_path, "medqsum_hcm")
     assert len(samples) == 4

@@ -446,7 +446,7 @@ def test_adapteval_judge_counts_timeouts_and_off_scale_replies_exactly(server):
 
 
 def test_ccs_focus_counts_timeouts_and_garbage_exactly(server):
-    from custom_metrics.ccs import judge_focus
+    from custom_metrics.families.ccs import judge_focus
 
     server.on("SUMMARY-E", Text("empirical"))
     server.on("SUMMARY-STALL", Stall(max_s=5))

@@ -15,7 +15,7 @@ def test_perplexity_batched_matches_per_text_loss(tiny_causal_lm):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from custom_metrics.perplexity import perplexity_per_text, perplexity_scores
+    from custom_metrics.families.perplexity import perplexity_per_text, perplexity_scores
 
     texts = ["What causes a cough?", "", "How should tingling feet be managed in a patient with diabetes?", "Why?"]
     got = perplexity_per_text(texts, str(tiny_causal_lm), batch_size=3)
@@ -36,7 +36,7 @@ def test_perplexity_batched_matches_per_text_loss(tiny_causal_lm):
 
 
 def test_mauve_on_texts(tiny_causal_lm):
-    from custom_metrics.mauve import featurize, mauve_scores
+    from custom_metrics.families.mauve import featurize, mauve_scores
 
     texts = ["What causes a cough?", "How is eczema treated?", "Why do my knees swell?", "Is this rash serious?"]
     feats = featurize(texts + [""], str(tiny_causal_lm))
@@ -79,7 +79,7 @@ class _FirstTokenMLM:
 def test_blanc_help_hand_cases(monkeypatch, minilm_path):
     from transformers import AutoTokenizer
 
-    from custom_metrics import blanc
+    from custom_metrics.families import blanc
 
     tok = AutoTokenizer.from_pretrained(minilm_path)
     fake = _FirstTokenMLM({tok.cls_token_id, tok.sep_token_id, tok.pad_token_id, tok.mask_token_id,
@@ -96,7 +96,7 @@ def test_blanc_help_hand_cases(monkeypatch, minilm_path):
 def test_blanc_maskable_tokens(minilm_path):
     from transformers import AutoTokenizer
 
-    from custom_metrics.blanc import BlancParams, _masked, _Tokens, split_sentences
+    from custom_metrics.families.blanc import BlancParams, _masked, _Tokens, split_sentences
 
     tok = AutoTokenizer.from_pretrained(minilm_path)
     t = _Tokens(tok, "the metformin dose is high", BlancParams())
@@ -109,7 +109,7 @@ def test_blanc_maskable_tokens(minilm_path):
 
 
 def test_blanc_on_tiny_mlm(tiny_mlm):
-    from custom_metrics.blanc import BlancParams, blanc_help_per_document, blanc_tune_per_document
+    from custom_metrics.families.blanc import BlancParams, blanc_help_per_document, blanc_tune_per_document
 
     summ = ["diabetes causes fatigue and thirst"]
     src = ["Patients with diabetes describe fatigue and thirst. Doctors check glucose levels."]
@@ -127,7 +127,7 @@ def test_blanc_on_tiny_mlm(tiny_mlm):
 def test_blanc_head_only_at_masked_positions_matches_full_logits(tiny_mlm):
     from transformers import AutoModelForMaskedLM
 
-    from custom_metrics.blanc import _head, _predict
+    from custom_metrics.families.blanc import _head, _predict
 
     mlm = AutoModelForMaskedLM.from_pretrained(tiny_mlm).eval()
 
@@ -168,8 +168,8 @@ def _fixture():
 def test_battery_every_metric_with_substitutes(minilm_path, tiny_mlm, tiny_causal_lm):
     from custom_metrics import registry
     from custom_metrics.battery import MEDQSUM, medqsum_battery
-    from custom_metrics.bertscore import bertscore
-    from custom_metrics.rouge import rouge_scores
+    from custom_metrics.families.bertscore import bertscore
+    from custom_metrics.families.rouge import rouge_scores
 
     docs, refs = _fixture()
     preds = refs[1:] + refs[:1]

@@ -197,7 +197,7 @@ def test_family_models_names_what_a_task_holds():
 
 
 def test_bertscore_encoders_come_from_the_one_cache(minilm_path):
-    from custom_metrics.bertscore import get_scorer
+    from custom_metrics.families.bertscore import get_scorer
 
     model_cache.release()
     before = model_cache.stats()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_DATA, subprocess_env
-from custom_metrics.dvo import dvo_scores, read_vocabulary
+from custom_metrics.families.dvo import dvo_scores, read_vocabulary
 from lm_eval_tasks.results import task_from_samples_name
 
 pytestmark = pytest.mark.slow

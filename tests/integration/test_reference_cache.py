@@ -16,7 +16,7 @@ import pytest
 from helpers.reference_cache import rc
 
 
-bs = import_module("custom_metrics.bertscore")  # the module (the package re-exports the function)
+bs = import_module("custom_metrics.families.bertscore")  # the module (the package re-exports the function)
 model_cache = import_module("custom_metrics.model_cache")
 
 REFS = [

@@ -4,7 +4,7 @@ and the model cache keeps one copy per device."""
 from __future__ import annotations
 
 from custom_metrics import devices, model_cache
-from custom_metrics.bertscore import get_scorer
+from custom_metrics.families.bertscore import get_scorer
 from custom_metrics.hf_models import load_model, model_device
 
 

@@ -183,7 +183,7 @@ def test_different_tokenizers_are_an_error(work, base_dir, samples_2shot):
 
 
 def test_cli_outputs_and_vocab_resolution(work, base_dir, noisy_dir, samples_2shot, capsys):
-    from custom_metrics.dvo import vocabulary_path, write_vocabulary
+    from custom_metrics.families.dvo import vocabulary_path, write_vocabulary
 
     vocab_dir = work / "vocab"
     write_vocabulary(vocabulary_path("adapteval", "pubmed", vocab_dir, must_exist=False),

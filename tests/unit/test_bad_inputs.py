@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 
-from custom_metrics import judge_metrics, registry
+from custom_metrics import registry
+from custom_metrics.families import judge_metrics
 from lm_eval_tasks import settings
 from lm_eval_tasks.report.formats import latex_table, markdown_table, md_escape
 from lm_eval_tasks.data.loader import DataError, load_split
@@ -129,7 +130,7 @@ def test_fm_details_never_replace_an_earlier_file(tmp_path):
 
 
 def test_binary_and_latin1_vocabularies_are_named_by_line(tmp_path):
-    from custom_metrics.dvo import VocabularyError, read_vocabulary
+    from custom_metrics.families.dvo import VocabularyError, read_vocabulary
 
     latin = tmp_path / "latin1.tsv"
     latin.write_bytes("word\t3\ncaf\xe9\t2\n".encode("latin-1"))

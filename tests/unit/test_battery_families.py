@@ -31,7 +31,7 @@ def test_battery_is_a_list_of_registry_families():
 
 def test_rouge_geo_corpus_value_by_hand():
     from custom_metrics.battery import battery_documents, corpus_value, medqsum_battery
-    from custom_metrics.rouge import rouge_per_document
+    from custom_metrics.families.rouge import rouge_per_document
 
     preds = ["What causes a dry cough at night?", "How is eczema on the hands treated?"]
     refs = ["What causes a nighttime cough in a child?", "What is the treatment for eczema?"]

@@ -4,7 +4,7 @@ from importlib import import_module
 
 import pytest
 
-from custom_metrics.bertscore import scorer_signature
+from custom_metrics.families.bertscore import scorer_signature
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +19,7 @@ def test_library_default_is_roberta_large_layer_17():
 
 
 def test_batches_respect_count_and_token_budget():
-    bs = import_module("custom_metrics.bertscore")
+    bs = import_module("custom_metrics.families.bertscore")
     order = ["a", "b", "c", "d", "e"]
     lengths = [10, 10, 20, 30, 600]
     assert list(bs._batches(order, lengths, 64, None)) == [order]

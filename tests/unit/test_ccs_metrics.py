@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from custom_metrics.ccs import pearson
-from custom_metrics.ccs import (
+from custom_metrics.families.ccs import pearson
+from custom_metrics.families.ccs import (
     bin_bounds,
     focus_f1,
     fkgl,
@@ -155,7 +155,7 @@ Abstract: {abstract}"""
 
 
 def test_focus_messages_are_appendix_c3():
-    from custom_metrics.ccs import focus_messages
+    from custom_metrics.families.ccs import focus_messages
 
     lines = C3_BLOCK.split("\n")
     assert lines[0] == "# System"
@@ -170,7 +170,7 @@ def test_focus_messages_are_appendix_c3():
     ("empirically-focused", None), ("non-empirical", None), ("garbage", None), ("", None), (None, None),
 ])
 def test_parse_focus_label(reply, label):
-    from custom_metrics.ccs import parse_focus_label
+    from custom_metrics.families.ccs import parse_focus_label
 
     assert parse_focus_label(reply) == label
 

@@ -1,4 +1,4 @@
-"""CIDEr-D (custom_metrics/cider.py): hand-computed cases, the coco-caption scorer, the table."""
+"""CIDEr-D (custom_metrics/families/cider.py): hand-computed cases, the coco-caption scorer, the table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from helpers.thread_ranks import score_on_ranks
 
 from custom_metrics import registry
-from custom_metrics.cider import cider, cider_documents, cider_tokens
+from custom_metrics.families.cider import cider, cider_documents, cider_tokens
 
 
 def test_hand_computed_two_documents():

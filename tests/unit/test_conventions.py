@@ -51,7 +51,7 @@ def test_rouge_describe_records_the_convention_before_scoring():
 
 
 def test_every_benchmark_record_says_where_its_stemming_comes_from():
-    from custom_metrics.rouge import stemming_for
+    from custom_metrics.families.rouge import stemming_for
     from lm_eval_tasks.catalog import RECORDS
 
     assert {n: r.conventions["rouge_stemming"].value for n, r in RECORDS.items()} == {

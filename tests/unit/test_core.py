@@ -8,7 +8,8 @@ import re
 import pytest
 
 from conftest import ROOT
-from custom_metrics import judge_metrics, registry
+from custom_metrics import registry
+from custom_metrics.families import judge_metrics
 from lm_eval_tasks import catalog, settings
 
 
@@ -103,7 +104,7 @@ def test_every_catalogue_family_is_registered_with_consistent_keys():
 
 
 def test_rouge_family_per_document_values_reproduce_the_corpus_numbers():
-    from custom_metrics.rouge import rouge_scores
+    from custom_metrics.families.rouge import rouge_scores
 
     preds = ["the cat sat on the mat", "a dog barked loudly", ""]
     refs = ["the cat is on the mat", "the dog barked", "nothing here"]
@@ -119,7 +120,7 @@ def test_rouge_family_per_document_values_reproduce_the_corpus_numbers():
 
 
 def test_ccs_families_per_document_aggregate_to_the_metric_functions():
-    from custom_metrics import ccs
+    from custom_metrics.families import ccs
 
     preds = ["word " * 40, "word " * 120, "Deep nets for fish counting with sonar arrays."]
     extras = [{"length_bin": 0, "keywords": ["word"], "readability": "normal", "focus": "high"},

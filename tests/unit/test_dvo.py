@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from custom_metrics.dvo import (
+from custom_metrics.families.dvo import (
     DEFAULT_VOCAB_DIR,
     VocabularyBuilder,
     VocabularyError,

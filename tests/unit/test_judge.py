@@ -207,7 +207,7 @@ def test_rescore_dvo_and_skipped_judge(tmp_path, caplog):
     summary = json.loads((tmp_path / f"{samples.stem}.summary.json").read_text())
     assert summary["skipped"] == {"judge": "no judge configured (--judge-model or DOMSUM_JUDGE_MODEL)"}
     scores = [json.loads(x) for x in (tmp_path / f"{samples.stem}.scores.jsonl").read_text().splitlines()]
-    from custom_metrics.dvo import dvo
+    from custom_metrics.families.dvo import dvo
 
     assert scores[1]["dvo"] == pytest.approx(dvo(["Patients got two doses of vaccine."], vocab.read_text().split()))
     assert summary["metrics"]["dvo"] == pytest.approx(sum(s["dvo"] for s in scores) / 3)

@@ -26,7 +26,7 @@ def test_mask_secrets_helper(monkeypatch):
 
 
 def test_focus_f1_is_nan_when_no_label_was_parsed():
-    from custom_metrics.ccs import _focus_key
+    from custom_metrics.families.ccs import _focus_key
 
     macro = _focus_key("focus_macro_f1")
     assert math.isnan(macro([[None, "high"], [None, "low"], None], None))

@@ -98,6 +98,64 @@ def test_commands_are_thin():
         assert not hits, (path.name, hits)
 
 
+FAMILIES = ROOT / "custom_metrics" / "families"
+#: what a family module may import at module level: the registry's record types and the
+#: light text helpers its formula runs on (everything else inside the functions that use it)
+FAMILY_MODULE_IMPORTS = ("custom_metrics.registry", "custom_metrics.errors", "custom_metrics.tokenize",
+                         "custom_metrics.stopwords", "custom_metrics.families")
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run on import (``if TYPE_CHECKING:`` blocks do not)."""
+    out: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.extend(node.orelse)
+        elif isinstance(node, (ast.If, ast.Try)):
+            out.extend(n for block in (node.body, node.orelse, *(h.body for h in getattr(node, "handlers", ())))
+                       for n in block)
+        else:
+            out.append(node)
+    return out
+
+
+def _declares_families(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    targets = [t for n in _module_level(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    return any(isinstance(t, ast.Name) and t.id == "METRIC_FAMILIES" for t in targets)
+
+
+def test_metric_families_live_in_their_package_and_nothing_else_does():
+    """The registry scans ``custom_metrics/families/`` only: a family declared elsewhere
+    would be missing from the table, and another module there would be imported by
+    every lookup."""
+    declaring = {p.relative_to(ROOT).as_posix() for p in (ROOT / "custom_metrics").rglob("*.py")
+                 if "__pycache__" not in p.parts and _declares_families(p)}
+    in_package = {p.relative_to(ROOT).as_posix() for p in FAMILIES.glob("*.py") if p.name != "__init__.py"}
+    assert declaring == in_package
+    assert not [p for p in FAMILIES.iterdir() if p.is_dir() and p.name != "__pycache__"]  # no subpackages
+
+
+def test_family_modules_import_heavy_machinery_only_where_they_use_it():
+    """Building the table imports every family module: at module level each may import
+    the standard library and the light core only, so that a ROUGE-only run loads no
+    judge client, FM, statistics, scorer model or array library."""
+    offenders = {}
+    for path in sorted(FAMILIES.glob("*.py")):
+        names = set()
+        for node in _module_level(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names.add(node.module or "")
+        bad = sorted(n for n in names if n.split(".")[0] not in sys.stdlib_module_names
+                     and not any(n == a or n.startswith(a + ".") for a in FAMILY_MODULE_IMPORTS))
+        if bad:
+            offenders[path.name] = bad
+    assert offenders == {}
+
+
 def test_no_module_over_500_lines():
     long = {p.relative_to(ROOT).as_posix(): n for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}

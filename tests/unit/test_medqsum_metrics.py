@@ -7,7 +7,7 @@ import pytest
 
 
 def test_sentence_bleu_hand_case():
-    from custom_metrics.bleu import sentence_bleu_scores
+    from custom_metrics.families.bleu import sentence_bleu_scores
 
     # precisions 5/6, 3/5, 2/4, 1/3; equal lengths so BP = 1
     expected = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
@@ -16,7 +16,7 @@ def test_sentence_bleu_hand_case():
 
 
 def test_sentence_bleu_exp_smoothing_and_effective_order():
-    from custom_metrics.bleu import sentence_bleu_scores
+    from custom_metrics.families.bleu import sentence_bleu_scores
 
     # 2-token candidate: orders 1-2 only; p1 = 1/2, p2 = 0 -> (1/2**1)/1 = 1/2
     assert sentence_bleu_scores(["the cat"], ["the dog"])[0] == pytest.approx(50.0, abs=1e-9)
@@ -26,7 +26,7 @@ def test_sentence_bleu_exp_smoothing_and_effective_order():
 def test_corpus_sacrebleu_hand_case_and_signature():
     import sacrebleu
 
-    from custom_metrics.bleu import corpus_sacrebleu
+    from custom_metrics.families.bleu import corpus_sacrebleu
 
     preds, refs = ["the cat sat on the mat", "a dog"], ["the cat sat on a mat", "a dog barked"]
     # summed counts: 1-gram 7/8, 2-gram 4/6, 3-gram 2/4, 4-gram 1/3; c = 8, r = 9
@@ -41,7 +41,7 @@ def test_corpus_sacrebleu_hand_case_and_signature():
 def test_chrf_identity_and_reference_agreement():
     import sacrebleu
 
-    from custom_metrics.bleu import chrf_scores, sentence_chrf_scores
+    from custom_metrics.families.bleu import chrf_scores, sentence_chrf_scores
 
     assert chrf_scores(["What causes a cough?"], ["What causes a cough?"])["chrf"] == pytest.approx(100.0)
     preds = ["What causes night cough?", "How is eczema treated?"]
@@ -54,7 +54,7 @@ def test_chrf_identity_and_reference_agreement():
 
 
 def test_meteor_hand_cases_exact_and_stem():
-    from custom_metrics.meteor import meteor_per_document
+    from custom_metrics.families.meteor import meteor_per_document
 
     got = meteor_per_document(["the cat sat", "cats sat the", "the cat"],
                               ["the cat sat", "the cat sat", "the cat sat on mat"], use_wordnet=False)
@@ -70,7 +70,7 @@ def test_meteor_hand_cases_exact_and_stem():
 def test_meteor_agrees_with_nltk_and_reports_matching():
     from nltk.translate.meteor_score import meteor_score
 
-    from custom_metrics.meteor import MATCH_STEM, _NoSynonyms, meteor_per_document, meteor_scores, wordnet_reader
+    from custom_metrics.families.meteor import MATCH_STEM, _NoSynonyms, meteor_per_document, meteor_scores, wordnet_reader
     from custom_metrics.tokenize import word_tokenize
 
     preds = ["What causes morning headaches?", "How are swollen ankles treated in pregnancy?"]
@@ -88,7 +88,7 @@ def test_meteor_agrees_with_nltk_and_reports_matching():
 
 
 def test_mauve_from_histograms_hand_cases():
-    from custom_metrics.mauve import divergence_curve, mauve_from_histograms
+    from custom_metrics.families.mauve import divergence_curve, mauve_from_histograms
 
     p = np.array([0.5, 0.5])
     assert mauve_from_histograms(p, p) == pytest.approx(1.0)
@@ -107,7 +107,7 @@ def test_mauve_from_histograms_hand_cases():
 
 
 def test_mauve_quantize_numpy_and_sklearn_agree():
-    from custom_metrics.mauve import mauve_from_features, quantize
+    from custom_metrics.families.mauve import mauve_from_features, quantize
 
     rng = np.random.default_rng(0)
     p = np.vstack([rng.normal([5, 0, 0], 0.1, (30, 3)), rng.normal([0, 5, 0], 0.1, (10, 3))])

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from custom_metrics.analysis import meta_eval
-from custom_metrics.rouge import rouge_per_document
+from custom_metrics.families.rouge import rouge_per_document
 
 
 def _table():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_metrics.dvo import VocabularyNotFoundError
+from custom_metrics.families.dvo import VocabularyNotFoundError
 from lm_eval_tasks import sample_data_dir
 from lm_eval_tasks.data import loader
 

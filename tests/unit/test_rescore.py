@@ -160,7 +160,7 @@ def test_adapteval_release_csv_matches_its_rouge_columns_row_for_row(tmp_path):
 
 
 def test_domainsum_json_list_gives_rouge_and_rouge_geo(tmp_path):
-    from custom_metrics.rouge import geometric_mean
+    from custom_metrics.families.rouge import geometric_mean
 
     records = [{"id": f"cnndm-{i}", "document": f"Story {i}. " + _text(60), "summary": _text(20 + 5 * i),
                 "prediction": _text(15 + 7 * i)} for i in range(4)]

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from custom_metrics import rouge_scores
-from custom_metrics.rouge import geometric_mean, rouge_per_document
+from custom_metrics.families.rouge import geometric_mean, rouge_per_document
 
 
 def test_hand_computed_corpus():
@@ -108,7 +108,7 @@ def test_bootstrap_mid_is_rouge_scores_aggregator(fixture_data_dir):
     import numpy as np
     from rouge_score import rouge_scorer, scoring
 
-    from custom_metrics.rouge import aggregate_rouge, aggregate_rouge_bootstrap
+    from custom_metrics.families.rouge import aggregate_rouge, aggregate_rouge_bootstrap
 
     preds, refs = _domainsum_leads(fixture_data_dir)
     # evaluate's default rouge_types, in its order: the aggregator resamples type after type
@@ -149,7 +149,7 @@ def test_agrees_with_rouge_score_on_random_texts():
 
 
 def test_lcs_length_hand_cases():
-    from custom_metrics.rouge import lcs_length
+    from custom_metrics.families.rouge import lcs_length
 
     assert lcs_length("a b c d".split(), "a c d".split()) == 3
     assert lcs_length("x y".split(), "a b".split()) == 0

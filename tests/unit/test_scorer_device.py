@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from custom_metrics import devices
-from custom_metrics.bertscore import default_device
+from custom_metrics.families.bertscore import default_device
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.harness_parts.devices import occupied_gpus, scorer_device
 from lm_eval_tasks.harness_parts.scoring import ShardScoring

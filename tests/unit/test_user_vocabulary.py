@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_metrics.dvo import read_vocabulary
+from custom_metrics.families.dvo import read_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.benchmarks import family_options
 from lm_eval_tasks.benchmarks.own import register_folder

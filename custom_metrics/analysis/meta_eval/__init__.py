@@ -103,7 +103,7 @@ def run(path: str | Path, out: str | Path, *, fmt: str = "auto", human: str = "h
     ``permutation`` or ``williams`` at ``test_level`` / ``test_coefficient``;
     ``rouge_stemming``: ``--compute rouge``'s Porter stemming (None: ``rouge_convention``,
     a benchmark's ``(value, source)``, when given, else the library default;
-    :func:`custom_metrics.rouge.stemming_for`), recorded in ``compute``. Raises
+    :func:`custom_metrics.families.rouge.stemming_for`), recorded in ``compute``. Raises
     :class:`MetaEvalError` on unusable input.
     """
     if consensus not in CONSENSUS_METHODS:

@@ -19,7 +19,7 @@ from custom_metrics.analysis.errors import MetaEvalError
 
 def _sentence_chrf(refs: list[str], cands: list[str], info: dict[str, Any], **_: Any) -> dict[str, list]:
     """Sentence-level chrF per summary (the table's chrF is a corpus number)."""
-    from custom_metrics.bleu import sentence_chrf_scores
+    from custom_metrics.families.bleu import sentence_chrf_scores
 
     return {"our_chrf": sentence_chrf_scores(cands, refs)}
 
@@ -112,7 +112,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     ``rouge_stemming`` / ``rouge_convention``: ROUGE's Porter stemming is the setting when
     given, else the convention passed (``(value, source)``: a benchmark's release convention,
     which the command reads from the benchmark's record), else the library default
-    (:func:`custom_metrics.rouge.stemming_for`); what was used is returned as
+    (:func:`custom_metrics.families.rouge.stemming_for`); what was used is returned as
     ``rouge_stemming`` and ``rouge_stemming_source``.
     """
     names = computable()
@@ -126,7 +126,7 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
     battery: dict[str, Any] = {}
     stemming: bool | None = None
     if any("rouge_stemming" in registry.get(n).settings for n in which):  # whose records read it
-        from custom_metrics.rouge import stemming_for
+        from custom_metrics.families.rouge import stemming_for
 
         try:
             stemming, info["rouge_stemming_source"] = stemming_for(rouge_stemming, rouge_convention)

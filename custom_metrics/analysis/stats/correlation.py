@@ -9,7 +9,7 @@ for when a coefficient is undefined (:data:`MIN_PAIRS`, a side that does not var
   and why they are undefined when they are.
 
 CCSBench's length PCC has its own plain-Python Pearson beside its formula
-(:func:`custom_metrics.ccs.pearson`): a metric module imports no analysis.
+(:func:`custom_metrics.families.ccs.pearson`): a metric module imports no analysis.
 
 scipy is imported inside the functions: ``import custom_metrics`` stays free of it.
 """

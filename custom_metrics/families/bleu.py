@@ -119,7 +119,7 @@ BLEU = Family(
               no_interval="corpus BLEU recomputed from the texts per resample: too slow for a default run")),
     score=_bleu_score,
     description="BLEU through sacrebleu, 0-100.",
-    source="custom_metrics.bleu (sacrebleu)",
+    source="custom_metrics.families.bleu (sacrebleu)",
 )
 
 CHRF = Family(
@@ -129,7 +129,7 @@ CHRF = Family(
               no_interval="corpus chrF recomputed from the texts per resample: too slow for a default run"),),
     score=_chrf_score,
     description="chrF through sacrebleu, 0-100.",
-    source="custom_metrics.bleu (sacrebleu)",
+    source="custom_metrics.families.bleu (sacrebleu)",
 )
 
 METRIC_FAMILIES = (BLEU, CHRF)

@@ -160,7 +160,7 @@ CIDER = Family(
                           "documents (every rank's in a data-parallel run); 0-10"),),
     score=_cider_score,
     description="CIDEr-D as SummEval reports it (pycocoevalcap's scorer, \\w+ tokens); 0-10.",
-    source="custom_metrics.cider (equal to pycocoevalcap.cider.cider_scorer.CiderScorer)",
+    source="custom_metrics.families.cider (equal to pycocoevalcap.cider.cider_scorer.CiderScorer)",
 )
 
 METRIC_FAMILIES = (CIDER,)

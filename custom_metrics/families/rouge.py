@@ -301,7 +301,7 @@ ROUGE = Family(
     score=_rouge_score,
     description="ROUGE F1; Porter stemming per the benchmark's release (setting rouge_stemming); "
                 "fractions in [0, 1].",
-    source="custom_metrics.rouge (identical to rouge-score's RougeScorer)",
+    source="custom_metrics.families.rouge (identical to rouge-score's RougeScorer)",
     settings=("rouge_stemming",),
     recorded={"rouge_stemming": "rouge_stemming"},  # the stemming used, whichever convention chose it
     describe=_rouge_describe,

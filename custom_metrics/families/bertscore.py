@@ -39,10 +39,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from custom_metrics import model_cache
-from custom_metrics.hf_models import ModelUnavailable, unavailable_message
 from custom_metrics.registry import Batch, Context, Family, Key, model_error
-from custom_metrics.reference_cache import CACHE_FORMAT, ReferenceCache, warn_once, weights_identity
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +117,8 @@ class Encoder:
         weights cannot be identified (then nothing is cached)."""
         if self._identity is False:
             import torch
+
+            from custom_metrics.reference_cache import CACHE_FORMAT, weights_identity
 
             weights = weights_identity(self.model_name)
             self._identity = None if weights is None else {
@@ -217,6 +216,8 @@ def _batches(order: Sequence[str], lengths: Sequence[int], batch_size: int,
 def get_scorer(model: str | None = None, num_layers: int | None = None) -> Encoder:
     """The encoder for (model, layer) on the scorers' device from the process's model cache
     (key ``("bertscore", model, layer, device)``); loaded on first use."""
+    from custom_metrics import model_cache
+
     model = model or default_model()
     layers = resolve_layers(model, num_layers)
     device = default_device()
@@ -271,6 +272,8 @@ def bertscore_per_document(
     ]
     if not keep:
         return out
+    from custom_metrics.reference_cache import ReferenceCache, warn_once
+
     enc = get_scorer(model, num_layers)
     cands = [predictions[i].strip() for i in keep]
     refs = [references[i].strip() for i in keep]
@@ -376,6 +379,8 @@ def _bertscore_describe(ctx: Context) -> dict[str, Any]:
 
 
 def _bertscore_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    from custom_metrics.hf_models import ModelUnavailable, unavailable_message
+
     report: dict[str, int] = {}
     model = _bertscore_model(ctx)
     try:
@@ -406,7 +411,7 @@ BERTSCORE = Family(
           Key("bertscore_f1", description="BERTScore F1", display="BERTScore", scale=100.0)),
     score=_bertscore_score,
     description="General-domain encoder (roberta-large by default). Greedy cosine matching of contextual embeddings, no idf, no baseline rescaling.",
-    source="custom_metrics.bertscore (agrees with bert_score.BERTScorer to 1e-5)",
+    source="custom_metrics.families.bertscore (agrees with bert_score.BERTScorer to 1e-5)",
     needs=("encoder",),
     settings=("bertscore_model", "bertscore_layers", "bertscore_batch_size", "score_cache_dir"),
     recorded={"bertscore_model_used": "bertscore_model", "bertscore_layers_used": "bertscore_layers"},
@@ -420,6 +425,8 @@ BERTSCORE = Family(
 
 
 def _sci_bertscore_score(batch: Batch, ctx: Context) -> dict[str, list]:
+    from custom_metrics.hf_models import ModelUnavailable, unavailable_message
+
     model = BERTSCORE_SCI.model(ctx)
     try:
         per = bertscore_per_document(batch.predictions, batch.references, model=model,
@@ -441,7 +448,7 @@ BERTSCORE_SCI = Family(
     score=_sci_bertscore_score,
     description="BERTScore with a scientific encoder (SciBERT by default; setting sci_bertscore_model), "
                 "beside the general-domain bertscore_* keys: the medqsum paper reports both.",
-    source="custom_metrics.bertscore",
+    source="custom_metrics.families.bertscore",
     needs=("model",),
     settings=("sci_bertscore_model", "sci_bertscore_layers", "metric_batch_size"),
     model_setting="sci_bertscore_model",

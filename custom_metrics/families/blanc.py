@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from custom_metrics.hf_models import right_pad
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 DEFAULT_MODEL = "bert-base-uncased"
@@ -129,6 +128,8 @@ def _predict(model: Any, inputs: list[list[int]], positions: list[list[int]], pa
              batch_size: int) -> list[list[int]]:
     """Argmax token ids at the given positions of each input (length-sorted batches)."""
     import torch
+
+    from custom_metrics.hf_models import right_pad
 
     device = next(model.parameters()).device
     out: list[list[int]] = [[] for _ in inputs]
@@ -380,7 +381,7 @@ BLANC_HELP = Family(
               display="BLANC-help", unit="score"),),
     score=_help_score,
     description="BLANC-help, reference-free (reads the source document); -1..1.",
-    source="custom_metrics.blanc (the BLANC release's algorithm)",
+    source="custom_metrics.families.blanc (the BLANC release's algorithm)",
     needs=("model", "document"), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
     optional=True,
 )
@@ -391,7 +392,7 @@ BLANC_TUNE = Family(
               display="BLANC-tune", unit="score"),),
     score=_tune_score,
     description="BLANC-tune, reference-free (reads the source document); -1..1.",
-    source="custom_metrics.blanc (the BLANC release's algorithm)",
+    source="custom_metrics.families.blanc (the BLANC release's algorithm)",
     needs=("model", "document"), settings=_SETTINGS, model_setting="blanc_model", default_model=lambda: DEFAULT_MODEL,
     optional=True,
 )

@@ -358,7 +358,7 @@ def judge_focus(summaries: Sequence[str], config: Any,
 
 
 # =========================================================================== the family records
-from custom_metrics.judge_metrics import judge_check, judge_describe, judge_of  # noqa: E402
+from custom_metrics.families.judge_metrics import judge_check, judge_describe, judge_of  # noqa: E402
 from custom_metrics.registry import NAN, Batch, Context, Family, Key  # noqa: E402
 
 
@@ -384,7 +384,7 @@ CCS_LENGTH = Family(
               description="mean |generated bin - requested bin|", display="Length MAD", unit="score")),
     score=_length_score,
     description="CCSBench length control: 50-word bins of whitespace words.",
-    source="custom_metrics.ccs",
+    source="custom_metrics.families.ccs",
 )
 
 
@@ -399,7 +399,7 @@ CCS_KEYWORDS = Family(
               display="Keyword SR"),),
     score=_keywords_score,
     description="CCSBench keyword control: exact match after Porter stemming.",
-    source="custom_metrics.ccs",
+    source="custom_metrics.families.ccs",
 )
 
 
@@ -437,13 +437,13 @@ CCS_READABILITY = Family(
               description="fkgl_normal - fkgl_high", display="ΔFKGL", unit="score")),
     score=_readability_score,
     description="CCSBench readability control: Flesch-Kincaid grade level (textstat).",
-    source="custom_metrics.ccs",
+    source="custom_metrics.families.ccs",
     describe=_readability_describe,
 )
 
 
 def _focus_score(batch: Batch, ctx: Context) -> dict[str, list]:
-    from custom_metrics import ccs
+    from custom_metrics.families import ccs
 
     messages = ctx.options.get("focus_messages") or ccs.focus_messages
     labels, res = ccs.judge_focus(batch.predictions, judge_of(ctx), messages=messages)
@@ -489,7 +489,7 @@ CCS_FOCUS = Family(
               description="judge replies with no label (left out of F1)", unit="count")),
     score=_focus_score,
     description="CCSBench empirical-focus control, judged by an LLM (empirical / conceptual).",
-    source="custom_metrics.ccs",
+    source="custom_metrics.families.ccs",
     needs=("judge",),
     check=judge_check,
     describe=judge_describe,

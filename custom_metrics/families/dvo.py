@@ -450,7 +450,7 @@ DVO = Family(
               display="DVO", unit="percent"),),
     score=_dvo_score,
     description="Domain Vocabulary Overlap (AdaptEval): NLTK-style tokens, stopwords and punctuation removed.",
-    source="custom_metrics.dvo (AdaptEval release)",
+    source="custom_metrics.families.dvo (AdaptEval release)",
     needs=("vocabulary",),
     settings=("vocab_dir",),
     options=("vocabulary_file",),

@@ -116,7 +116,7 @@ METEOR = Family(
               display="METEOR"),),
     score=_meteor_score,
     description="METEOR, NLTK's implementation; fraction in [0, 1].",
-    source="custom_metrics.meteor (nltk.translate.meteor_score)",
+    source="custom_metrics.families.meteor (nltk.translate.meteor_score)",
     settings=("use_wordnet",),
     describe=_meteor_describe,
 )

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 from custom_metrics.registry import NAN, Batch, Context, Family, Key, paired_texts, text_pairs
 
 DEFAULT_MODEL = "gpt2-large"
@@ -42,11 +42,15 @@ CURVE_POINTS = 25
 SEED = 25
 MAX_TOKENS = 1024
 
+if TYPE_CHECKING:  # numpy is imported by the functions that compute: the registry's scan loads none
+    import numpy as np
+
 
 def featurize(texts: Sequence[str], model: str | None = None, batch_size: int = 8,
               max_tokens: int = MAX_TOKENS, *, key: str | None = "mauve_model",
               env: str | None = "DOMSUM_MAUVE_MODEL") -> np.ndarray:
     """[n, d] last-layer hidden state of each non-empty text's final token."""
+    import numpy as np
     import torch
 
     from custom_metrics.hf_models import load_model, model_device
@@ -77,6 +81,8 @@ def featurize(texts: Sequence[str], model: str | None = None, batch_size: int = 
 
 def _kmeans_numpy(x: np.ndarray, k: int, seed: int, n_init: int = 5, max_iter: int = 500) -> np.ndarray:
     """Seeded k-means++ initialisation + Lloyd iterations; best inertia of ``n_init`` runs."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     best, best_inertia = None, math.inf
     for _ in range(n_init):
@@ -115,6 +121,8 @@ def kmeans_impl() -> str:
 def quantize(p_feats: np.ndarray, q_feats: np.ndarray, num_clusters: int | None = None,
              seed: int = SEED, explained_var: float = 0.9, impl: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Histograms (probabilities over clusters) of P and Q after joint PCA + k-means."""
+    import numpy as np
+
     data = np.vstack([p_feats, q_feats]).astype(np.float64)
     norms = np.linalg.norm(data, axis=1, keepdims=True)
     data = data / np.where(norms == 0, 1.0, norms)
@@ -143,6 +151,8 @@ def quantize(p_feats: np.ndarray, q_feats: np.ndarray, num_clusters: int | None 
 
 
 def _kl(a: np.ndarray, b: np.ndarray) -> float:
+    import numpy as np
+
     nz = a > 0
     return float(np.sum(a[nz] * np.log(a[nz] / b[nz])))
 
@@ -150,6 +160,8 @@ def _kl(a: np.ndarray, b: np.ndarray) -> float:
 def divergence_curve(p: np.ndarray, q: np.ndarray, scaling: float = SCALING,
                      points: int = CURVE_POINTS) -> np.ndarray:
     """[m, 2] points (exp(-c KL(Q||R)), exp(-c KL(P||R))), end points included."""
+    import numpy as np
+
     pts = [(1.0, 0.0)]
     for w in np.linspace(1e-6, 1 - 1e-6, points):
         r = w * p + (1 - w) * q
@@ -161,6 +173,8 @@ def divergence_curve(p: np.ndarray, q: np.ndarray, scaling: float = SCALING,
 def mauve_from_histograms(p: np.ndarray, q: np.ndarray, scaling: float = SCALING,
                           points: int = CURVE_POINTS) -> float:
     """Area under the divergence curve of two histograms."""
+    import numpy as np
+
     curve = divergence_curve(np.asarray(p, float), np.asarray(q, float), scaling, points)
     order = np.lexsort((-curve[:, 1], curve[:, 0]))  # x ascending; at equal x, upper point first
     x, y = curve[order, 0], curve[order, 1]
@@ -226,7 +240,7 @@ MAUVE_FAMILY = Family(
               no_interval="MAUVE refits its feature clustering per resample: too slow for a default run"),),
     score=_mauve_score,
     description="MAUVE (Pillutla et al.), generated vs reference summaries; fraction in [0, 1].",
-    source="custom_metrics.mauve",
+    source="custom_metrics.families.mauve",
     needs=("model",), settings=("mauve_model", "metric_batch_size"), model_setting="mauve_model",
     default_model=lambda: DEFAULT_MODEL, optional=True,
 )

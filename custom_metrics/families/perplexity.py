@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from custom_metrics.hf_models import context_length, right_pad
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
 
 DEFAULT_MODEL = "gpt2"
@@ -36,7 +35,7 @@ def perplexity_per_text(texts: Sequence[str], model: str | None = None, batch_si
     """Per-text perplexity (``nan`` for texts with no scorable token)."""
     import torch
 
-    from custom_metrics.hf_models import load_model, model_device
+    from custom_metrics.hf_models import context_length, load_model, model_device, right_pad
 
     tok, lm = load_model("causal", model or DEFAULT_MODEL, metric="perplexity", key=key, env=env)
     device = model_device(lm)
@@ -88,7 +87,7 @@ PERPLEXITY = Family(
               description="perplexity of the summary (>= 1); empty summaries have none"),),
     score=_perplexity_score,
     description="Perplexity of the summary under a causal LM (GPT-2 by default); lower is better.",
-    source="custom_metrics.perplexity",
+    source="custom_metrics.families.perplexity",
     needs=("model",), settings=("ppl_model", "metric_batch_size"), model_setting="ppl_model",
     default_model=lambda: DEFAULT_MODEL, optional=True,
 )
