@@ -141,7 +141,7 @@ def _rows() -> list[Setting]:
     from custom_metrics.families.bertscore import DEFAULT_SCI_BERTSCORE_MODEL
     from custom_metrics.families.blanc import DEFAULT_MODEL as BLANC_MODEL
     from custom_metrics.families.dvo import DEFAULT_VOCAB_DIR, ENV_VOCAB_DIR
-    from custom_metrics.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
+    from custom_metrics.judge.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
     from custom_metrics.families.mauve import DEFAULT_MODEL as MAUVE_MODEL
     from custom_metrics.families.perplexity import DEFAULT_MODEL as PPL_MODEL

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # runnable as a plain script from a checkout
     sys.path.insert(0, str(ROOT))
 
-from custom_metrics import fragments as F  # noqa: E402
-from custom_metrics import measures as M  # noqa: E402
-from custom_metrics import pair_values as P  # noqa: E402
+from custom_metrics.analysis import fragments as F  # noqa: E402
+from custom_metrics.analysis import measures as M  # noqa: E402
+from custom_metrics.analysis import pair_values as P  # noqa: E402
 from custom_metrics.analysis.synthetic import LENGTHS, synthetic_pairs  # noqa: E402
 from custom_metrics.tokenize import word_tokenize  # noqa: E402
 

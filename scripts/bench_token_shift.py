@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from custom_metrics.token_shift import position_shift, summarize_shift
+    from custom_metrics.analysis.token_shift import position_shift, summarize_shift
     from lm_eval_tasks.tiny_models import BASE_TEXT, build_causal_lm
     from custom_metrics.analysis.shift_models import Runner
 

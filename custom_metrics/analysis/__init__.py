@@ -1,5 +1,13 @@
 """Analysis code that needs no task catalogue: the statistics package (correlations,
-bootstrap intervals, paired tests, kappa), meta-evaluation, plots, synthetic pairs.
+bootstrap intervals, paired tests, kappa), meta-evaluation, plots, synthetic pairs,
+DomainSum's domain measures (:mod:`.measures`, with the fragment scans of
+:mod:`.fragments` and the per-pair formulas of :mod:`.pair_values`; :mod:`.domains`
+runs them over a corpus) and AdaptEval's token distribution shift (:mod:`.token_shift`
+the formulas, :mod:`.shift_models` the model pairs).
+
+Why apart from the metric library: these import the metrics and describe corpora or
+models rather than score one summary, and no metric module imports them
+(``tests/unit/test_import_rules.py``), so a scoring run loads none of this package.
 
 Why apart from the ``domsum`` commands: these are pure functions of tables and texts,
 reusable from a notebook; the commands in :mod:`lm_eval_tasks.commands` pass in the

@@ -22,7 +22,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from custom_metrics.measures import PAIR_FIELDS, find_duplicates, measure_pairs, summarize_pairs
+from custom_metrics.analysis.measures import PAIR_FIELDS, find_duplicates, measure_pairs, summarize_pairs
 from custom_metrics.stopwords import ENGLISH_STOPWORD_LIST, NLTK_2025_ADDITIONS
 from custom_metrics.tokenize import is_punct
 

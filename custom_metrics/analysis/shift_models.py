@@ -1,6 +1,6 @@
 """Teacher-forced next-token logits of two settings over one summary (the token-shift runner's models).
 
-Why a module of its own: :mod:`custom_metrics.token_shift` holds the formulas (logit
+Why a module of its own: :mod:`custom_metrics.analysis.token_shift` holds the formulas (logit
 tensors in, numbers out); this one loads the models (hub id or path, PEFT adapter,
 dtype, device), checks that both settings share a tokenizer, encodes prompts as
 lm-eval's HF backend does, fits prompt + summary into the context, and computes the

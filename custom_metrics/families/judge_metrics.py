@@ -1,7 +1,7 @@
 """The LLM-judged metric families: AdaptEval's judge ratings and the Facet-aware Metric.
 
 Their records sit here, beside the per-document functions that call the judge
-(:func:`custom_metrics.judge.prompts.adapteval_judge`, :func:`custom_metrics.fm.fm_scores`),
+(:func:`custom_metrics.judge.prompts.adapteval_judge`, :func:`custom_metrics.judge.fm.fm_scores`),
 with the checks every judged family shares: :func:`check_endpoint` before generation,
 and the judge configuration a family's context hands to those functions.
 """
@@ -200,7 +200,7 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     """
     import json
 
-    from custom_metrics.fm import EXTRACT_MAX_TOKENS, fm_scores
+    from custom_metrics.judge.fm import EXTRACT_MAX_TOKENS, fm_scores
 
     variant = str(ctx.settings.get("fm_variant") or "zero")
     if variant not in ("zero", "few"):
@@ -252,7 +252,7 @@ FM = Family(
               unit="count")),
     score=_fm_score,
     description="Facet-aware Metric (Chen et al.): LLM facet extraction and rating of scientific abstracts.",
-    source="custom_metrics.fm (the paper's prompts and weights)",
+    source="custom_metrics.judge.fm (the paper's prompts and weights)",
     needs=("judge",),
     settings=("fm_variant", "fm_extract_max_tokens", "fm_details"),
     select=_fm_select,

@@ -1,6 +1,11 @@
-"""The LLM judge: one entry, :func:`ask`, for every metric that asks a judge (the
-AdaptEval G-Eval ratings in :mod:`custom_metrics.judge.prompts`, FM, CCSBench focus,
-``meta-eval`` through FM, ``domsum rescore``).
+"""The LLM judge: the client, with one entry, :func:`ask`, for every metric that asks a
+judge (the AdaptEval G-Eval ratings, FM, CCSBench focus, ``meta-eval`` through FM,
+``domsum rescore``), plus the prompt pipelines that run through it (AdaptEval's prompts
+in :mod:`custom_metrics.judge.prompts`, FM's extraction and rating in
+:mod:`custom_metrics.judge.fm`). Why the pipelines live here and not beside the metric
+families: they are the judge's callers, heavy with it, and a family module imports them
+only inside the function that scores, so building the metric table loads none of this
+package.
 
 ``ask(config, requests, scale=(1, 5))`` rates on a number scale (G-Eval scoring);
 ``ask(config, requests, parse=fn)`` reads one text reply per request with ``fn``. Both
@@ -26,6 +31,9 @@ Modules, and why each is apart:
   attempt is asked and read (G-Eval ratings, parsed text).
 * :mod:`~custom_metrics.judge.parse` — reply parsing (scores, log-probabilities).
 * :mod:`~custom_metrics.judge.prompts` — AdaptEval's judge prompts and metrics.
+* :mod:`~custom_metrics.judge.fm` — the Facet-aware Metric: facet extraction, per-facet
+  alignment ratings and their weighting, asked through :func:`ask`;
+  :mod:`~custom_metrics.judge.fm_prompts` — its prompt texts, verbatim from the release.
 
 Behaviour every caller relies on:
 

@@ -67,7 +67,7 @@ from pathlib import Path
 from custom_metrics.cells import markdown_table, write_csv
 from custom_metrics.errors import SuiteError
 from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
-from custom_metrics.measures import MEASURES, PROFILE_TOKENIZERS, SKIP_REASONS
+from custom_metrics.analysis.measures import MEASURES, PROFILE_TOKENIZERS, SKIP_REASONS
 from custom_metrics.registry import json_safe
 from custom_metrics.tokenize import tokenizer_info
 from lm_eval_tasks import catalog

@@ -26,7 +26,7 @@ prompt + summary gives the next-token distribution at every summary position
 projected to the vocabulary). The release instead re-runs the model on every prefix,
 which ``scripts/bench_token_shift.py`` compares.
 
-Per document and overall (see :mod:`custom_metrics.token_shift` for the formulas):
+Per document and overall (see :mod:`custom_metrics.analysis.token_shift` for the formulas):
 ``kl`` = mean KL(base || adapted) in nats; ``shift_rate`` = % of positions whose
 adapted top-1 token is not in the base top-3; ``marginal_rate`` (in the base top-3 but
 not its top-1); ``unshifted_rate``; each also over domain-vocabulary positions
@@ -51,7 +51,7 @@ were fitted into, with where it came from.
 Why in the suite's library (``domsum token-shift`` parses flags and calls
 :func:`compute_shift`): it reads lm-eval samples files and the task catalogue; the
 model side is :mod:`custom_metrics.analysis.shift_models`, the formulas
-:mod:`custom_metrics.token_shift`.
+:mod:`custom_metrics.analysis.token_shift`.
 
 The domain vocabulary (:func:`task_vocabulary`): ``--vocabulary FILE``, else the task's (``--task`` or the task name in
 the samples file name, looked up in the task catalogue for its benchmark and subset)
@@ -90,7 +90,7 @@ from custom_metrics.analysis.shift_models import (
     load_tokenizer,
     resolve_dtype,
 )
-from custom_metrics.token_shift import (
+from custom_metrics.analysis.token_shift import (
     SHIFTED,
     aggregate_shift,
     domain_word_mask,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from custom_metrics.outputs import claimed_folder
-from custom_metrics.measures import PROFILE_TOKENIZERS, PROFILES
+from custom_metrics.analysis.measures import PROFILE_TOKENIZERS, PROFILES
 from custom_metrics.tokenize import TOKENIZERS
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import register_include_paths

@@ -5,7 +5,7 @@
 * ``dist_<benchmark>_<key>``: the per-document scores of each system and setting, one box
   per subset.
 * ``radar_<benchmark>``: the eight DomainSum domain-characteristic measures of each
-  subset (:func:`custom_metrics.measures.domain_measures`), computed from the documents
+  subset (:func:`custom_metrics.analysis.measures.domain_measures`), computed from the documents
   and reference summaries the runs logged.
 * ``overlap_<benchmark>``: vocabulary overlap between subsets (DomainSum Figure 3's
   measure: top words of each subset's documents, stopwords and punctuation left out).
@@ -154,7 +154,7 @@ def _domain_texts(runs: list[Run], benchmark: str) -> dict[str, tuple[list[str],
 
 
 def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
-    from custom_metrics.measures import MEASURES
+    from custom_metrics.analysis.measures import MEASURES
     from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
 
     texts = _domain_texts(runs, benchmark)

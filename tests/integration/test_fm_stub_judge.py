@@ -8,7 +8,7 @@ import math
 import pytest
 from helpers.judge_server import StubJudgeServer, Text
 
-from custom_metrics.fm import FACETS, fm_scores
+from custom_metrics.judge.fm import FACETS, fm_scores
 from custom_metrics.judge import JudgeConfig
 from helpers.fm import JUDGE_ENV
 
@@ -192,7 +192,7 @@ def test_fm_endpoint_that_stops_answering_counts_every_pair(caplog):
         ctx = Context(settings={"fm_variant": "zero"}, judge=cfg(srv, timeout=0.3, max_retries=0),
                       options={"judge_stats": stats})
         family = get("fm")
-        with caplog.at_level(logging.ERROR, logger="custom_metrics.fm"):
+        with caplog.at_level(logging.ERROR, logger="custom_metrics.judge.fm"):
             values = family.score(Batch(predictions=[CAND, CAND_BAD], references=[REF, REF],
                                         documents=["d", "d"]), ctx)
         received = srv.received

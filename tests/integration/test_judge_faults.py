@@ -222,7 +222,7 @@ def test_adapteval_empty_summary_left_out_and_counted(server):
 
 
 def test_fm_empty_candidate_costs_no_call_and_is_counted(server):
-    from custom_metrics.fm import fm_scores
+    from custom_metrics.judge.fm import fm_scores
 
     ref = "REF-ABSTRACT on drug X."
     server.on("Input: " + ref, Text(json.dumps({"background": "bg", "method": "m", "result": "r",
@@ -409,7 +409,7 @@ def test_interrupted_process_rerun_repeats_only_in_flight_requests(tmp_path, sig
 
 def test_fm_extraction_that_keeps_failing_is_a_counted_failure_not_a_crash(server):
     """A facet extraction whose requests keep failing (HTTP 500) fails that pair only."""
-    from custom_metrics.fm import fm_scores
+    from custom_metrics.judge.fm import fm_scores
 
     ref, good, bad = "REF-ABSTRACT on drug Y.", "CAND-GOOD abstract.", "CAND-DOWN abstract."
     facets = Text(json.dumps({"background": "bg", "method": "m", "result": "r", "conclusion": "c"}))

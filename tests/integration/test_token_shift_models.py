@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from custom_metrics.token_shift import domain_word_mask
+from custom_metrics.analysis.token_shift import domain_word_mask
 from custom_metrics.analysis.shift_models import (
     ModelSpec,
     Runner,
@@ -267,7 +267,7 @@ def test_window_recorded_is_the_one_used(base_dir, noisy_dir, samples_2shot):
 def test_release_positions_with_a_real_tokenizer(monkeypatch, base_dir, noisy_dir, samples_2shot):
     import nltk
 
-    from custom_metrics.token_shift import release_pos_mask
+    from custom_metrics.analysis.token_shift import release_pos_mask
 
     # NLTK's tagger data is a download: a rule tagger stands in (every word a noun)
     monkeypatch.setattr(nltk, "pos_tag", lambda toks: [(t, "NN" if t.isalpha() else ".") for t in toks])

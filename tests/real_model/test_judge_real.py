@@ -27,7 +27,7 @@ from __future__ import annotations
 import pytest
 from helpers.judge_server import clear_judge_env
 
-from custom_metrics.fm import FACETS, fm_scores
+from custom_metrics.judge.fm import FACETS, fm_scores
 from custom_metrics.judge import JudgeConfig, JudgeStats, judge_scores
 from custom_metrics.judge.config import AUTO_CONCURRENCY_MAX, AUTO_TIMEOUT_FLOOR_S, START_CONCURRENCY
 from lm_eval_tasks.settings import judge_config

@@ -11,7 +11,7 @@ import nltk
 import pytest
 
 from custom_metrics.analysis import plots
-from custom_metrics.measures import MEASURES, domain_measures
+from custom_metrics.analysis.measures import MEASURES, domain_measures
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import load_split
 from custom_metrics.analysis import domains

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from custom_metrics.fm import alignment_messages, extraction_messages, fm_aggregate, fm_scores, parse_facets
+from custom_metrics.judge.fm import alignment_messages, extraction_messages, fm_aggregate, fm_scores, parse_facets
 from custom_metrics.judge import JudgeConfig
 from helpers.fm import JUDGE_ENV
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from custom_metrics import fragments as F
-from custom_metrics import measures as M
-from custom_metrics import pair_values as P
-from custom_metrics.measures import (
+from custom_metrics.analysis import fragments as F
+from custom_metrics.analysis import measures as M
+from custom_metrics.analysis import pair_values as P
+from custom_metrics.analysis.measures import (
     MEASURES,
     domain_measures,
     domainsum_fragments,

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from custom_metrics.token_shift import (
+from custom_metrics.analysis.token_shift import (
     MARGINAL,
     SHIFTED,
     UNSHIFTED,
@@ -173,7 +173,7 @@ def tagger(tokens):
 
 
 def test_release_pos_indices_by_hand():
-    from custom_metrics.token_shift import release_pos_word_indices
+    from custom_metrics.analysis.token_shift import release_pos_word_indices
 
     # NLTK tokens The/DT protein/NN binds/VBZ receptors/NNS quickly/RB ./. ; the release's
     # order is nouns (1, 3), adjectives (none), verbs (2), each index minus one
@@ -183,7 +183,7 @@ def test_release_pos_indices_by_hand():
 
 
 def test_release_pos_mask_by_hand():
-    from custom_metrics.token_shift import release_pos_mask
+    from custom_metrics.analysis.token_shift import release_pos_mask
 
     text = "The protein binds receptors quickly."
     # model tokens: "The", " protein", " binds", " rec", "eptors", " quickly", "."
@@ -213,7 +213,7 @@ def test_missing_tagger_data_is_one_suite_error(monkeypatch):
     import nltk
 
     from custom_metrics.errors import SuiteError
-    from custom_metrics.token_shift import release_pos_word_indices
+    from custom_metrics.analysis.token_shift import release_pos_word_indices
 
     def no_data(tokens):
         raise LookupError("Resource averaged_perceptron_tagger_eng not found.")

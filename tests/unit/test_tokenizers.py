@@ -20,8 +20,8 @@ from pytest import approx
 
 from conftest import FIXTURE_DATA
 from custom_metrics import tokenize as T
-from custom_metrics.fragments import newsroom_fragments
-from custom_metrics.measures import PROFILE_TOKENIZERS, domain_measures, pair_measures
+from custom_metrics.analysis.fragments import newsroom_fragments
+from custom_metrics.analysis.measures import PROFILE_TOKENIZERS, domain_measures, pair_measures
 
 
 HAND_CASES = {

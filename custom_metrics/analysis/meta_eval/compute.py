@@ -28,7 +28,7 @@ def _fm_pairs(refs: list[str], cands: list[str], info: dict[str, Any], *, judge_
               fm_variant: str, **_: Any) -> dict[str, list]:
     """FM and its vanilla rating per summary, from (reference, candidate) pairs with no
     document; nothing (and a note in ``info``) without a judge."""
-    from custom_metrics.fm import fm_scores
+    from custom_metrics.judge.fm import fm_scores
 
     out = fm_scores(refs, cands, judge_config, variant=fm_variant)
     if out is None:

@@ -4,7 +4,7 @@ novelty of one (document, summary) pair, in a fast and a reference implementatio
 Why a module of its own: the formulas of one pair are the part a reader checks against
 the published code (DomainSum's ``get_statistics.py``, Newsroom's ``fragments.py``),
 and the two implementations are property-tested to give identical floats;
-:mod:`custom_metrics.measures` adds profiles, tokenizing, skipping and corpus means.
+:mod:`custom_metrics.analysis.measures` adds profiles, tokenizing, skipping and corpus means.
 :func:`reference_pair_values` is a straightforward transcription of the published
 code; :func:`fast_pair_values` uses integer token ids and sorted n-gram codes (numpy).
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
-from custom_metrics.fragments import (
+from custom_metrics.analysis.fragments import (
     PairIndex,
     greedy_scan,
     reference_domainsum_fragments,
@@ -40,7 +40,7 @@ def ngram_diversity(tokens: Tokens, max_n: int = 3) -> float:
     ``U_n`` is the set and ``G_n`` the list of the text's n-grams; a term is 0 when
     the text has no n-gram of that order. Source: DomainSum release,
     ``calculate_average_diversity`` (``max_n = 3``). Tokens: as given (the measures
-    use the profile's tokenizer, :data:`custom_metrics.measures.PROFILE_TOKENIZERS`).
+    use the profile's tokenizer, :data:`custom_metrics.analysis.measures.PROFILE_TOKENIZERS`).
     """
     total = 0
     for n in range(1, max_n + 1):
@@ -55,7 +55,7 @@ def ngram_coverage(document_tokens: Tokens, summary_tokens: Tokens, max_n: int =
     The share of the summary's *unique* n-grams found in the document, averaged over
     n = 1..max_n (a term is 0 when the summary has no n-gram of that order). Source:
     DomainSum release, ``calculate_average_coverage``. Not Newsroom's coverage (see
-    :func:`custom_metrics.measures.pair_measures` with ``profile="newsroom"``).
+    :func:`custom_metrics.analysis.measures.pair_measures` with ``profile="newsroom"``).
     """
     total = 0
     for n in range(1, max_n + 1):
@@ -97,7 +97,7 @@ def _n_found(sorted_codes: np.ndarray, queries: np.ndarray) -> int:
 
 
 def fast_pair_values(doc: list, summ: list, profile: str) -> tuple:
-    """All per-pair values of :data:`custom_metrics.measures.PAIR_FIELDS`, fast path (see the
+    """All per-pair values of :data:`custom_metrics.analysis.measures.PAIR_FIELDS`, fast path (see the
     module docstring)."""
     n_d, n_s = len(doc), len(summ)
     ix = PairIndex(doc, summ)

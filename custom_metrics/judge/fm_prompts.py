@@ -3,7 +3,7 @@
 from the release's ``1aspect_extraction.py`` and ``2evaluation.py`` (appendix B.1,
 Figures 1-2), with the authors' in-context examples for the ``few`` variant.
 
-Why apart from :mod:`custom_metrics.fm`: the texts are data, long and fixed; the metric
+Why apart from :mod:`custom_metrics.judge.fm`: the texts are data, long and fixed; the metric
 (message builders, parsing, aggregation, batching) reads better without them.
 """
 

@@ -23,7 +23,7 @@ or a callable):
   population standard deviation (``numpy.std``, ddof 0) as ``*_std``;
 * ``compression``: mean over pairs of ``|D| / |S|`` (0 when ``|S| = 0``);
 * ``density``: mean over pairs of ``sum(f**2) / |S|`` over the fragments ``f`` of the
-  release's two-pointer scan (:func:`custom_metrics.fragments.domainsum_fragments`);
+  release's two-pointer scan (:func:`custom_metrics.analysis.fragments.domainsum_fragments`);
 * ``coverage``: mean over pairs of ``(1/3) * sum_{n=1..3} |U_n(S) & U_n(D)| / |U_n(S)|``
   (a term is 0 when ``U_n(S)`` is empty, and the sum is still divided by 3);
 * ``doc_diversity`` / ``summary_diversity``: mean over texts of
@@ -37,7 +37,7 @@ fragments.py``, as also used by SummEval (``data_stats``), HELM and lighteval:
 * ``coverage``: mean over pairs of ``sum(f) / |S|``; ``density``: mean over pairs of
   ``sum(f**2) / |S|``; ``compression``: mean over pairs of ``|D| / |S|`` (each 0 when
   ``|S| = 0``, as in Newsroom); ``f`` are the fragments of Newsroom's greedy matcher
-  (:func:`custom_metrics.fragments.newsroom_fragments`, its exact output); with the
+  (:func:`custom_metrics.analysis.fragments.newsroom_fragments`, its exact output); with the
   default spaCy tokens these are SummEval's ``data_stats`` per-pair
   ``coverage`` / ``density`` / ``compression``, averaged;
 * Newsroom defines no length, diversity or abstractiveness measure: those keys are
@@ -49,10 +49,10 @@ shorter than their summaries and non-ASCII texts are counted; every count is in 
 result. With no pair left, the measures are ``nan``.
 
 Speed: the public functions use the fast path (integer token ids, sorted n-gram
-codes with numpy, the fast fragment scans of :mod:`custom_metrics.fragments`);
-:func:`custom_metrics.pair_values.reference_pair_values` is a straightforward
+codes with numpy, the fast fragment scans of :mod:`custom_metrics.analysis.fragments`);
+:func:`custom_metrics.analysis.pair_values.reference_pair_values` is a straightforward
 transcription of the published code, and the fast path is property-tested to give
-identical floats. The per-pair formulas live in :mod:`custom_metrics.pair_values`.
+identical floats. The per-pair formulas live in :mod:`custom_metrics.analysis.pair_values`.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from custom_metrics.fragments import domainsum_fragments, longest_match_fragments, newsroom_fragments
-from custom_metrics.pair_values import (
+from custom_metrics.analysis.fragments import domainsum_fragments, longest_match_fragments, newsroom_fragments
+from custom_metrics.analysis.pair_values import (
     PAIR_IMPLS,
     Tokens,
     fast_pair_values,

@@ -8,7 +8,7 @@ Formula
 -------
 Prompts are the release's own strings (``1aspect_extraction.py``, ``2evaluation.py``),
 which match the supplementary appendix's section B.1 and Figures 1-2
-(:mod:`custom_metrics.fm_prompts`).
+(:mod:`custom_metrics.judge.fm_prompts`).
 
 1. **Facet extraction**: the judge reads one abstract (reference and
    candidate separately) and returns JSON with keys ``background``, ``method``,
@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from custom_metrics import secrets
-from custom_metrics.fm_prompts import DEMOS_3, DEMOS_4, EXTRACTION_INSTRUCTION, RULES_3, RULES_4, VANILLA_RULES
+from custom_metrics.judge.fm_prompts import DEMOS_3, DEMOS_4, EXTRACTION_INSTRUCTION, RULES_3, RULES_4, VANILLA_RULES
 from custom_metrics.judge import (
     JudgeConfig,
     JudgeRequestError,
