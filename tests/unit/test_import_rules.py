@@ -125,7 +125,9 @@ def test_no_private_name_crosses_a_module():
 
 
 def test_metric_modules_never_import_analysis():
-    """custom_metrics/analysis imports the metrics; the metric library never imports it."""
+    """custom_metrics/analysis (statistics, meta-evaluation, plots, domain measures, token
+    shift) imports the metrics; no other module of the library (core, families, judge)
+    imports it, so a scoring run loads none of it."""
     upward = sorted(f"{m} imports {base}" for m in MODULES if m.startswith("custom_metrics")
                     and not m.startswith("custom_metrics.analysis")
                     for base, _ in _imports(m) if base.startswith("custom_metrics.analysis"))
