@@ -195,7 +195,9 @@ def _estimate(config: JudgeConfig, reader: Reader, requests: Sequence[Messages],
     params = reader.first_params()
     keys = [cache_key(config.endpoint, config.model, m, params, 0) for m in requests]
     cached = cache.known(keys) if cache is not None else set()
-    est = budget.estimate(config, requests, params, keys, cached, desc)
+    probing = isinstance(reader, Ratings) and reader.mode is None  # logprobs=auto, not yet known
+    est = budget.estimate(config, requests, params, keys, cached, desc,
+                          fallback=reader.params("samples") if probing else None)
     stats.estimates.append(est)
     log.warning("%s", budget.estimate_line(config, est))
 

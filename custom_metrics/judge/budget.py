@@ -14,8 +14,13 @@ invoice learns it too late.
   ``max_tokens`` times the choices asked (an upper bound: replies stop early), and the
   cost when prices per 1,000 tokens are set. A server known to return fewer choices
   than ``n`` asks (:func:`note_short_choices`) multiplies the requests of a sampled
-  item. The estimate counts first attempts; a reply asked again for a parse failure
-  or a retry after a fault is extra (both counted afterwards in ``JudgeStats``).
+  item. ``requests`` counts first attempts; ``requests_at_most`` is the bound when every
+  reply has to be asked again (one re-ask per unparsable reply), a server whose
+  handling of ``n`` is not yet known returns one choice per request, and, while
+  log-probabilities are still being probed (``judge_logprobs=auto``), the endpoint turns
+  out to have none (one probe, then sampled replies). Retries after a fault
+  (429/5xx/timeouts, ``judge_max_retries``) are on top of both; everything sent is
+  counted afterwards in ``JudgeStats``.
 * **Cap** (:func:`take`): every HTTP request of the process counts against
   ``JudgeConfig.max_requests``; a request beyond it is not sent and its item is
   counted as ``budget`` (score None, never 0). Cached answers cost nothing, so
@@ -95,10 +100,24 @@ def requests_per_item(config: JudgeConfig, params: Mapping[str, Any]) -> int:
     return 1 + max(0, n - got) if got is not None and n > got else 1
 
 
+def most_requests_per_item(config: JudgeConfig, params: Mapping[str, Any]) -> int:
+    """Requests one attempt of an item may take: as :func:`requests_per_item` on a server
+    whose choices are known, else ``n`` (a server that ignores ``n`` answers one choice per
+    request, and the missing ones are asked one by one)."""
+    n = int(params.get("n") or 1)
+    return requests_per_item(config, params) if choices_returned(config) is not None else n
+
+
+#: attempts an item may take without a fault: the first and one re-ask of an unparsable reply
+ATTEMPTS = 2
+
+
 def estimate(config: JudgeConfig, requests: Sequence[Messages], params: Mapping[str, Any],
-             keys: Sequence[str], cached: set[str], desc: str) -> dict[str, Any]:
+             keys: Sequence[str], cached: set[str], desc: str,
+             fallback: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The estimate of one batch (module docstring): ``keys`` are the first requests'
-    cache keys, ``cached`` those already answered."""
+    cache keys, ``cached`` those already answered; ``fallback``: the sampled replies'
+    parameters while log-probabilities are still being probed (``params`` ask for them)."""
     per_item = requests_per_item(config, params)
     n = int(params.get("n") or 1)
     seen: set[str] = set()
@@ -111,9 +130,13 @@ def estimate(config: JudgeConfig, requests: Sequence[Messages], params: Mapping[
         todo += 1
         ptok += prompt_tokens(messages) * per_item
     ctok = todo * int(params.get("max_tokens") or config.max_tokens) * n
+    most = ATTEMPTS * todo * most_requests_per_item(config, params)
+    if fallback is not None and todo:
+        most = max(most, 1 + ATTEMPTS * todo * most_requests_per_item(config, fallback))
     out: dict[str, Any] = {"batch": desc, "items": len(requests), "items_cached": len(requests) - todo,
-                           "requests": todo * per_item, "requests_per_item": per_item,
-                           "prompt_tokens": ptok, "completion_tokens": ctok, "cost": None}
+                           "requests": todo * per_item, "requests_at_most": most, "requests_per_item": per_item,
+                           "prompt_tokens": ptok, "completion_tokens": ctok, "cost": None,
+                           "fallback": fallback is not None and todo > 0}
     if config.price_prompt is not None or config.price_completion is not None:
         out["cost"] = round(ptok / 1000 * (config.price_prompt or 0.0)
                             + ctok / 1000 * (config.price_completion or 0.0), 6)
@@ -129,7 +152,11 @@ def estimate_line(config: JudgeConfig, est: Mapping[str, Any]) -> str:
     line = (f"judge estimate for {est['batch']} ({config.model} at {config.shown_endpoint}): "
             f"{est['requests']} requests for {est['items'] - est['items_cached']} items"
             + (f" ({per} per item: the server returns fewer choices than n asks)" if per > 1 else "")
-            + f", {est['items_cached']} cached; ~{est['prompt_tokens']} prompt tokens (chars/{CHARS_PER_TOKEN:g}), "
+            + f", {est['items_cached']} cached; at most {est['requests_at_most']} if every reply is asked again"
+            + (", one choice per request" if est["requests_at_most"] > 2 * est["requests"] and not est.get("fallback")
+               else "")
+            + (" and the endpoint has no log-probabilities" if est.get("fallback") else "")
+            + f"; ~{est['prompt_tokens']} prompt tokens (chars/{CHARS_PER_TOKEN:g}), "
             f"<= {est['completion_tokens']} completion tokens (max_tokens x choices)")
     if est["cost"] is not None:
         line += f"; ~{est['cost']:.4f} at the judge_price_prompt / judge_price_completion set per 1k tokens"

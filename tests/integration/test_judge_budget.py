@@ -97,3 +97,24 @@ def test_a_server_that_ignores_n_is_named_once_and_multiplies_the_requests(tmp_p
     assert sent_first + sent_second == 12
     assert [s["coherence"] for s in scores2] == [4.0] * 4 and summary2["judge_calls"]["budget_skipped"] == 0
     assert re.search(r"judge estimate for .*: \d+ requests", first.stderr)
+
+
+def test_the_estimate_bounds_the_worst_case_it_names(tmp_path):
+    """Log-probabilities probed (``auto``) on a server that omits them and answers one choice
+    per request, and every reply unparsable: the first-attempt count is exceeded (a probe,
+    3 single-choice requests per sampled attempt, one re-ask each), and ``requests_at_most``,
+    printed before the first request, is exactly what the stub receives."""
+    samples, cache = _samples(tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.jsonl", 3), tmp_path / "j.sqlite"
+    with StubJudgeServer(time_limit_s=120, default=(Text("no rating here"),), max_choices=1,
+                         logprobs_support="omit") as srv:
+        run = _rescore(samples, srv, cache, "--judge-logprobs", "auto", "--judge-n-samples", "3")
+        sent = srv.received
+        _scores, summary = _outputs(tmp_path, samples)
+    (line,) = _estimates(run.stderr)
+    (est,) = summary["judge_calls"]["estimates"]
+    # first attempts: 3 items, one log-probability request each; at most: 1 probe + 3 items x
+    # 3 single-choice requests x 2 attempts
+    assert (est["requests"], est["requests_at_most"]) == (3, 1 + 3 * 3 * 2)
+    assert "3 requests for 3 items" in line and "at most 19 if every reply is asked again" in line
+    assert "no log-probabilities" in line
+    assert sent == summary["judge_calls"]["http_calls"] == est["requests_at_most"]

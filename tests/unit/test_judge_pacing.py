@@ -59,6 +59,7 @@ def test_estimate_counts_uncached_unique_requests_tokens_and_cost():
     est = budget.estimate(config, msgs, {"max_tokens": 5, "n": 1}, keys, {"b"}, "t")
     # a (once) and c: 40/4 + 4 and 80/4 + 4 prompt tokens; 2 x 5 completion tokens
     assert (est["requests"], est["items_cached"]) == (2, 2)
+    assert est["requests_at_most"] == 2 * 2 and not est["fallback"]  # one re-ask each, n 1
     assert (est["prompt_tokens"], est["completion_tokens"]) == (14 + 24, 10)
     assert est["cost"] == pytest.approx(38 / 1000 * 1.0 + 10 / 1000 * 2.0)
     assert est["requests_left"] == 10 and "10 of judge_max_requests (10) left" in budget.estimate_line(config, est)
@@ -70,9 +71,29 @@ def test_a_server_known_to_ignore_n_multiplies_the_estimate_and_the_cap_stops_re
     budget.note_short_choices(config, 1)
     est = budget.estimate(config, [[{"role": "user", "content": "z"}]], {"max_tokens": 5, "n": 20}, ["k"], set(), "t")
     assert est["requests_per_item"] == 20 and est["requests"] == 20 and est["completion_tokens"] == 100
+    assert est["requests_at_most"] == 2 * 20
     budget.take(config)
     budget.take(config)
     with pytest.raises(budget.BudgetExhausted):
         budget.take(config)
     assert budget.spent() == 2
+    budget.reset()
+
+
+def test_the_bound_assumes_one_choice_per_request_until_the_server_is_known_and_counts_the_probe():
+    budget.reset()
+    config = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    msgs = [[{"role": "user", "content": "z"}]] * 4
+    sampled = {"max_tokens": 5, "n": 5}
+    est = budget.estimate(config, msgs, sampled, ["a", "b", "c", "d"], set(), "t")
+    # unknown server: 4 first requests; at most 4 items x 5 single-choice requests x 2 attempts
+    assert (est["requests"], est["requests_at_most"]) == (4, 40)
+    assert "at most 40 if every reply is asked again, one choice per request" in budget.estimate_line(config, est)
+    probe = budget.estimate(config, msgs, {"max_tokens": 5, "n": 1, "logprobs": True}, ["a", "b", "c", "d"],
+                            {"d"}, "t", fallback=sampled)
+    # 3 uncached items: log-probabilities first; at most a probe and then 3 x 5 x 2 sampled requests
+    assert (probe["requests"], probe["requests_at_most"], probe["fallback"]) == (3, 31, True)
+    assert "and the endpoint has no log-probabilities" in budget.estimate_line(config, probe)
+    budget.note_short_choices(config, 5)  # a server known to return every choice asked
+    assert budget.estimate(config, msgs, sampled, ["a", "b", "c", "d"], set(), "t")["requests_at_most"] == 8
     budget.reset()
