@@ -28,7 +28,7 @@ from typing import Any
 from lm_eval_tasks.benchmarks.papers import RECORDS
 from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, assign_ids, json_lines, \
     validate_record, where_prefix
-from lm_eval_tasks.data.user_files import iter_records, user_source
+from lm_eval_tasks.data.user_files import checked_lines, iter_records, user_source
 from lm_eval_tasks.settings import SETTINGS, resolve
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def load_split(
     root = None if source is not None else resolve_data_dir(data_dir)
     editable = source is not None and source.format != "hub"  # the user's own file: they can fix it
     if source is not None:
-        lines = list(iter_records(source, split, task))
+        lines = checked_lines(source, split, task)
         if not lines:
             raise DataError(f"{where_prefix(task)}{source.where(split)} holds no records")
         records = [rec for _, rec in lines]

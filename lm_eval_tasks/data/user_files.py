@@ -153,6 +153,23 @@ def read_split(source: Any, split: str, task: str | None = None) -> tuple[list[d
     return records, empty
 
 
+def checked_lines(source: Any, split: str, task: str | None = None) -> list[tuple[str, dict]]:
+    """Every ``(where, record)`` of a split, or one :class:`BadLines` naming every bad line
+    in the file's order, the task named once: what the task reads when it loads (plain
+    ``lm_eval`` reaches no data check before the model), so that a file with many bad lines
+    is fixed in one go there too."""
+    problems: list[str] = []
+    try:
+        lines = list(iter_records(source, split, None, problems))
+    except BadLines:
+        raise
+    except DataError as exc:  # the file cannot be read at all: the task named, as everywhere
+        raise DataError(f"{_where(task)}{exc}") from None
+    if problems:
+        raise BadLines(sorted(problems, key=_line_number), task=task)
+    return lines
+
+
 def _line_number(problem: str) -> int:
     """The line (or hub row) a problem names: repeated ids, found after every line is read,
     take their place in the file's order."""

@@ -133,3 +133,21 @@ def test_new_task_and_the_yaml_it_writes_assemble_one_and_the_same_source(tmp_pa
     assert read_back.origin == str(req.out / "legalx.yaml")
     with pytest.raises(RecordError, match=r"^--prompt has no \{document\} placeholder$"):
         own_folder._source(dataclasses.replace(req, prompt="Summarize it."))
+
+
+def test_the_task_loading_its_data_names_every_bad_line_at_once(tmp_path):
+    """Plain ``lm_eval`` reaches no data check before the model: the task's own loading of
+    a file that went bad after ``new-task`` names every bad line, in the file's order."""
+    from lm_eval_tasks.data.loader import load_split
+    from lm_eval_tasks.data.records import BadLines
+
+    done = _write(tmp_path)
+    (spec,) = [s for s in register_folder(done.out) if s.name == "legalx"]
+    test = tmp_path / "data" / "test.jsonl"
+    good = json.dumps({"text": "a document", "gist": "a summary"})
+    test.write_text("\n".join([good, "{not json", good, json.dumps({"text": "no summary"}),
+                               json.dumps({"text": 3, "gist": "s"})]) + "\n")
+    with pytest.raises(BadLines) as err:
+        load_split(spec.benchmark, spec.subset, "test", task="legalx")
+    assert [p.split(": ")[0] for p in err.value.problems] == [f"{test}, line {n}" for n in (2, 4, 5)]
+    assert str(err.value).splitlines()[0] == "task 'legalx': 3 bad lines in the data; fix them and run again:"
