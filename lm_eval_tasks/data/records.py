@@ -113,16 +113,16 @@ def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, edita
         rec.setdefault("id", f"{prefix}/{i}")
         if not isinstance(rec["id"], str):  # ids of mixed types would not fit one table column
             if isinstance(rec["id"], (dict, list)) or rec["id"] is None:
-                _fail(problems, f"{places[i]}: field {field!r} must be a string or a number, got "
-                                f"{type(rec['id']).__name__}")
+                fail_or_collect(problems, f"{places[i]}: field {field!r} must be a string or a number, got "
+                                          f"{type(rec['id']).__name__}")
                 continue
             rec["id"] = str(rec["id"])
         if rec["id"] in seen:
             if editable:
-                _fail(problems, f"{places[i]}: field {field!r}: id {rec['id']!r} is already used at "
-                                f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores and "
-                                f"comparisons are keyed by them). Give each record its own id, or remove the "
-                                f"id field to number records by position.")
+                fail_or_collect(problems, f"{places[i]}: field {field!r}: id {rec['id']!r} is already used at "
+                                          f"{seen[rec['id']].rsplit(', ', 1)[-1]}; ids must be unique (scores "
+                                          f"and comparisons are keyed by them). Give each record its own id, or "
+                                          f"remove the id field to number records by position.")
                 continue
             original, n = rec["id"], 2
             while f"{original}#{n}" in seen:
@@ -133,7 +133,7 @@ def assign_ids(records: list[dict], places: Sequence[str], prefix: str, *, edita
     return renamed
 
 
-def _fail(problems: list[str] | None, message: str, error: type[Exception] = DataError) -> None:
+def fail_or_collect(problems: list[str] | None, message: str, error: type[Exception] = DataError) -> None:
     """Raise ``message``, or add it to ``problems`` when the caller collects every bad line."""
     if problems is None:
         raise error(message)
@@ -155,7 +155,7 @@ def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError,
             where = f"{prefix}{path}, line {lineno}"
             value, bad = _parse_line(raw)
             if bad:
-                _fail(problems, f"{where}: {bad}", error)
+                fail_or_collect(problems, f"{where}: {bad}", error)
             elif value is not _BLANK:
                 yield where, value
 
@@ -196,5 +196,5 @@ class HubSource:
     note: str = ""
 
 
-__all__ = ["BAD_LINES_SHOWN", "BadLines", "HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "capped", "assign_ids", "check_text", "is_blank", "json_lines",
+__all__ = ["BAD_LINES_SHOWN", "BadLines", "HubSource", "SPLITS", "DEFAULT_FIELDS", "DataError", "capped", "assign_ids", "fail_or_collect", "check_text", "is_blank", "json_lines",
            "validate_record", "where_prefix"]

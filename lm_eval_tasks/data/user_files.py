@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, is_blank, json_lines, validate_record, \
-    where_prefix as _where
+from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, fail_or_collect, is_blank, json_lines, \
+    validate_record, where_prefix as _where
 
 #: the declared source of every registered user domain, by ``(benchmark, subset)``: the
 #: index the loader asks (the catalogue's :func:`~lm_eval_tasks.catalog.register` fills it)
@@ -92,9 +92,7 @@ def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Ite
             for row in reader:
                 where = f"{prefix}{path}, line {reader.line_num}"
                 if None in row:
-                    if problems is None:
-                        raise DataError(f"{where}: more cells than the header has columns")
-                    problems.append(f"{where}: more cells than the header has columns")
+                    fail_or_collect(problems, f"{where}: more cells than the header has columns")
                     continue
                 yield where, {k: ("" if v is None else v) for k, v in row.items()}
     except UnicodeDecodeError as exc:
@@ -161,8 +159,6 @@ def checked_lines(source: Any, split: str, task: str | None = None) -> list[tupl
     problems: list[str] = []
     try:
         lines = list(iter_records(source, split, None, problems))
-    except BadLines:
-        raise
     except DataError as exc:  # the file cannot be read at all: the task named, as everywhere
         raise DataError(f"{_where(task)}{exc}") from None
     if problems:
