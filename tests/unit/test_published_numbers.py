@@ -1,10 +1,10 @@
 """The papers' published numbers (lm_eval_tasks/report/published/*.json): schema, counts and values.
 
 The quoted lines below are copied verbatim from the papers' plain text (DomainSum Tables
-2-4, AdaptEval Tables 3 and 5, medqsum Tables 3 and 5, CCSBench Tables 1, 2, 4, 5 and 7,
-the Facet-aware Metric paper's Tables 2-4); each is split here into its cells and every
-cell is looked up in the data file by its table, row and column, so a shifted column or
-a mistyped digit in the transcription fails.
+1-6, AdaptEval Tables 1-5, medqsum Tables 1-5, CCSBench Tables 1, 2, 4, 5 and 7, the
+Facet-aware Metric paper's Tables 2-4); each is split here into its cells and every cell
+is looked up in the data file by its table, row and column, so a shifted column or a
+mistyped digit in the transcription fails.
 """
 
 from __future__ import annotations
@@ -93,7 +93,12 @@ def test_domainsum_counts_per_table():
     assert len(paper.find(table="Table 2")) == 5 * 15 * 2 * 2
     assert len(paper.find(table="Table 3")) == 3 * 15 * 2  # BART, PEGASUS-X, Llama3.1-8B
     assert len(paper.find(table="Table 4")) == 8 * 3  # eight measures x three levels
-    assert paper.unreadable == []
+    assert len(paper.find(table="Table 1")) == 15 * 3  # train, validation, test
+    assert len(paper.find(table="Table 5")) == 15 * 8  # the eight measures
+    # Table 6: 2 models x 12 test domains x (ROUGE, BERTScore) x (score, printed gain), less
+    # three gains whose arrow contradicts the printed scores (listed as unreadable)
+    assert len(paper.find(table="Table 6")) == 2 * 12 * 2 * 2 - 3
+    assert len(paper.unreadable) == 3 and all(u.startswith("Table 6, ") for u in paper.unreadable)
 
 
 def test_adapteval_counts_per_table():
@@ -102,6 +107,8 @@ def test_adapteval_counts_per_table():
     assert len(paper.find(table="Table 3")) == (11 + 8 + 7) * 9 - 3 * 3
     assert len(paper.find(table="Table 4")) == 13 * 6 - 2  # Llama2 13b base vs FT: GovReport 'x'
     assert len(paper.find(table="Table 5")) == 4 * 9
+    assert len(paper.find(table="Table 1")) == len(paper.find(table="Table 2")) == 3 * 3
+    assert paper.unreadable == []
 
 
 @pytest.mark.parametrize("quoted", [DOMAINSUM_T2, DOMAINSUM_T2_STYLE])
@@ -175,7 +182,8 @@ def test_medqsum_correlation_tables_equal_the_paper():
     for table, line, key in (("Table 3", MEDQSUM_T3, "bertscore_f1"), ("Table 5", MEDQSUM_T5, "blanc_tune")):
         row, *cells = line.split("\t")
         _assert_row(paper, table, row, columns, cells, scored_metric=key)
-    assert {v["scored_metric"] for v in paper.values} <= set(catalog.metric_keys(catalog.lookup("medqsum_hcm")))
+    scored = {v["scored_metric"] for v in paper.values if v["metric"] == "correlation"}
+    assert scored <= set(catalog.metric_keys(catalog.lookup("medqsum_hcm")))
 
 
 def test_ccsbench_counts_per_table():
@@ -239,3 +247,183 @@ def test_facet_aware_metric_tables_equal_the_paper():
     _assert_row(paper, "Table 3", row, ["Classes", "κ", "Agreement"], cells, facet="method")
     row, *cells = FM_T4.split("\t")
     _assert_row(paper, "Table 4", row, [c for c in FM_T2_COLUMNS if c != "FM(Llama2)"], cells, dataset="arXiv")
+
+
+# Dataset, agreement and rating tables and DomainSum's cross-domain Table 6, as printed
+DOMAINSUM_T1 = [("Genre Shift", "CNN/DM\t287,084\t13,367\t11,489"),
+                ("Style Shift", "NYTimes\t152,959\t16,488\t16,620"),
+                ("Topic Shift", "Law\t15,564\t550\t532")]
+DOMAINSUM_T5_HEADING = ("\tDoc Length\tSum Length\tCompression\tDoc Diversity\tSum Diversity\tCoverage\t"
+                        "Abstractiveness\tDensity")
+DOMAINSUM_T5 = [("Genre Shift", "PubMed\t444.00\t209.51\t2.32\t78.86\t80.50\t27.55\t87.80\t19.44"),
+                ("Topic Shift", "Law\t796.11\t70.50\t12.55\t71.77\t91.87\t58.83\t66.48\t84.47")]
+#: (the model of the line's group, printed on the group's first line only; the line)
+DOMAINSUM_T6 = [("BART", "\t\tReddit\t12.33 (↓8.53)\t84.23 (↓3.23)"),
+                ("BART", "\tCNN\tNYDaily\t47.53 (↓6.31)\t90.18 (↓0.88)"),
+                ("Llama3.1-8B", "Llama3.1-8B\tCNN/DM\tPubmed\t21.45 (↓2.65)\t82.43 (↓2.01)"),
+                ("Llama3.1-8B", "\tSoccer\tFamily\t24.22 (↓0.13)\t86.55 (↑0.83)")]
+#: its BERTScore arrow says a gain; its score and Table 3's in-domain BART Fox 91.55 say a loss
+DOMAINSUM_T6_CONTRADICTED = ("BART", "\t\tFox\t50.63 (↓4.42)\t90.98 (↑0.57)")
+ADAPTEVAL_T1 = "Government 17,517 973 973"
+ADAPTEVAL_T2 = ["Science 215,913 6,029.9 272.7", "Government 19,466 9,409.4 553.4"]
+MEDQSUM_T1 = ["<b>Relevance</b>\t56.85\t72.81", "<b>Speciality</b>\t64.77\t80.78"]
+MEDQSUM_T2 = ["BioBART\t3.58/3.13/4.71\t3.69/3.15/4.74", "<b>Speciality</b>\t1.53\t1.56"]
+MEDQSUM_T4 = ["Reference\t3.55/3.24/4.73\t3.69/3.24/4.74", "PEGASUS\t3.54/3.16/4.79\t3.73/3.23/4.83",
+              "<b>Speciality</b>\t1.49\t1.55"]
+TABLE6_CELL = re.compile(r"([\d.]+) \(([↓↑])([\d.]+)\)")
+
+
+@pytest.mark.parametrize("block, line", DOMAINSUM_T1)
+def test_domainsum_table1_rows_equal_the_paper(block, line):
+    row, *cells = line.split("\t")
+    _assert_row(published.load("domainsum"), "Table 1", row, ("Train", "Validation", "Test"),
+                [c.replace(",", "") for c in cells], block=block, metric="Instances", setting="dataset statistics")
+
+
+@pytest.mark.parametrize("block, line", DOMAINSUM_T5)
+def test_domainsum_table5_rows_equal_the_paper(block, line):
+    row, *cells = line.split("\t")
+    _assert_row(published.load("domainsum"), "Table 5", row, DOMAINSUM_T5_HEADING.split("\t")[1:], cells, block=block)
+
+
+def test_domainsum_table5_columns_are_the_suites_measures():
+    from custom_metrics.analysis.measures import MEASURES
+
+    paper = published.load("domainsum")
+    measure = {v["column"]: v["measure"] for v in paper.find(table="Table 5")}
+    assert sorted(measure.values()) == sorted(MEASURES)
+    # Table 4 names the same measures by its rows (one spelt 'Abtractiveness' there)
+    for v in paper.find(table="Table 4"):
+        assert measure.get(v["row"], v["measure"]) == v["measure"], v
+
+
+def _subset_of_printed(paper: published.Published) -> dict[str, str]:
+    """The suite's subset of each domain name as Table 2's heading prints it, case-folded
+    (Table 6 prints 'Pubmed' where Table 2 has 'PubMed')."""
+    return {v["column"].rsplit(" ", 1)[0].casefold(): v["subset"] for v in paper.find(table="Table 2")}
+
+
+@pytest.mark.parametrize("quoted", DOMAINSUM_T6 + [DOMAINSUM_T6_CONTRADICTED])
+def test_domainsum_table6_rows_equal_the_paper(quoted):
+    model, line = quoted
+    paper = published.load("domainsum")
+    subset = _subset_of_printed(paper)
+    first, train, test, *cells = line.split("\t")
+    assert first in ("", model)
+    for metric, cell in zip(("ROUGE", "BERTScore"), cells, strict=True):
+        score, arrow, gain = TABLE6_CELL.fullmatch(cell).groups()
+        fields = {"table": "Table 6", "model": model, "subset": subset[test.casefold()], "metric": metric}
+        v = paper.one(**fields, setting="cross-domain fine-tuned")
+        assert v["value"] == float(score) and v["column"] == metric and v["row"].endswith(f" → {test}")
+        if train:  # printed on one line of its group (a merged cell)
+            assert v["training_subset"] == subset[train.casefold()] and v["row"] == f"{model}, {train} → {test}"
+        diff = paper.one(**fields, setting="cross-domain minus in-domain fine-tuned")
+        if quoted == DOMAINSUM_T6_CONTRADICTED and metric == "BERTScore":
+            assert diff is None
+            assert [u for u in paper.unreadable if f"row {v['row']}, column {metric}," in u and f"'{arrow}{gain}'" in u]
+        else:
+            assert diff["value"] == float(gain) * (1 if arrow == "↑" else -1) and diff["printed"] == arrow + gain
+
+
+def test_domainsum_table6_is_the_levels_cross_domain_matrix():
+    """Each level is trained on one domain and tested on its four others; each printed gain
+    is the cross-domain score minus Table 3's in-domain one (to rounding), and each gain left
+    out is one whose arrow contradicts that difference."""
+    paper = published.load("domainsum")
+    for level, domains in catalog.DOMAINSUM_LEVELS.items():
+        for model in ("BART", "Llama3.1-8B"):
+            found = paper.find(table="Table 6", model=model, level=level, setting="cross-domain fine-tuned")
+            (train,) = {v["training_subset"] for v in found}
+            assert sorted(v["subset"] for v in found) == sorted([d for d in domains if d != train] * 2)
+    for v in paper.find(table="Table 6", setting="cross-domain fine-tuned"):
+        in_domain = paper.one(table="Table 3", model=v["model"], subset=v["subset"], metric=v["metric"])["value"]
+        diff = paper.one(table="Table 6", row=v["row"], column=v["column"],
+                         setting="cross-domain minus in-domain fine-tuned")
+        named = [u for u in paper.unreadable if u.startswith(f"Table 6, row {v['row']}, column {v['column']},")]
+        if diff is None:
+            assert len(named) == 1 and abs(v["value"] - in_domain) > 0.011
+        else:
+            assert not named and abs(v["value"] - in_domain - diff["value"]) <= 0.011, (v, diff)
+
+
+def test_adapteval_dataset_tables_equal_the_paper():
+    paper = published.load("adapteval")
+    row, *cells = ADAPTEVAL_T1.split()
+    _assert_row(paper, "Table 1", row, ("Train", "Val.", "Test"), [c.replace(",", "") for c in cells],
+                subset="govreport", metric="Instances")
+    for line in ADAPTEVAL_T2:
+        row, *cells = line.split()
+        _assert_row(paper, "Table 2", row, ("Size", "#W", "#Sum W"), [c.replace(",", "") for c in cells],
+                    setting="dataset statistics")
+    # Table 2's total is Table 1's three splits, except where the paper's two tables disagree (said in a note)
+    for v in paper.find(table="Table 2", column="Size"):
+        splits = sum(s["value"] for s in paper.find(table="Table 1", row=v["row"]))
+        assert (splits == v["value"]) == ("note" not in v), v
+    assert "19,463" in paper.one(table="Table 2", row="Government", column="Size")["note"]
+
+
+def _rating_row(line: str) -> tuple[str, list[str], list[str]]:
+    """(row, columns, cells) of a line of medqsum Table 2 or 4: a system's cell per annotator
+    is 'Relevance/Consistency/Fluency'; the Speciality line has one number per annotator."""
+    label, *cells = line.split("\t")
+    row = re.sub(r"</?b>", "", label)
+    if row == "Speciality":
+        return row, ["Annotator1", "Annotator2"], cells
+    aspects = ("Relevance", "Consistency", "Fluency")
+    return row, [f"Annotator{n} {a}" for n in (1, 2) for a in aspects], [p for c in cells for p in c.split("/")]
+
+
+def test_medqsum_agreement_and_rating_tables_equal_the_paper():
+    paper = published.load("medqsum")
+    assert len(paper.find(table="Table 1")) == 4 * 2
+    # four systems and the reference x two annotators x three aspects, and Speciality per annotator
+    assert len(paper.find(table="Table 2")) == len(paper.find(table="Table 4")) == 5 * 2 * 3 + 2
+    assert paper.unreadable == []
+    for line in MEDQSUM_T1:
+        label, *cells = line.split("\t")
+        row = re.sub(r"</?b>", "", label)
+        _assert_row(paper, "Table 1", row, ("Separated", "Revised"), cells, metric="Cohen kappa", aspect=row.lower())
+    for table, lines, setting in (("Table 2", MEDQSUM_T2, "revised annotations"),
+                                  ("Table 4", MEDQSUM_T4, "separated annotations")):
+        for line in lines:
+            row, columns, cells = _rating_row(line)
+            _assert_row(paper, table, row, columns, cells, setting=setting,
+                        model=row if row in paper.models else None)
+    assert paper.models["BioBART"] == ["GanjinZero/biobart-large"]  # Appendix E's checkpoints
+
+
+def _leaves(node, path=""):
+    """Every (path, leaf) of a protocol; an ``{"unknown": reason}`` object is one leaf."""
+    if isinstance(node, dict) and set(node) != {"unknown"}:
+        for key, child in node.items():
+            yield from _leaves(child, f"{path}/{key}")
+    else:
+        yield path, node
+
+
+@pytest.mark.parametrize("name, tables", [("domainsum", ("Table 1", "Table 5", "Table 6")),
+                                          ("adapteval", ("Table 1", "Table 2")),
+                                          ("medqsum", ("Table 1", "Table 2", "Table 4"))])
+def test_added_tables_declare_their_protocol(name, tables):
+    import json
+
+    data = json.loads(published.data_file(name).read_text(encoding="utf-8"))
+    assert list(data)[-1] == "protocols"
+    paper = published.load(name)
+    for table in tables:
+        protocol = data["protocols"][table]
+        assert protocol["source"] and protocol["documents"], table
+        # the protocol names each metric of the table's values, by the file's metric names
+        assert set(protocol["metrics"]) == {v["metric"] for v in paper.find(table=table)}, table
+        for path, leaf in _leaves(protocol):
+            if isinstance(leaf, dict):  # what the paper does not state says why
+                assert isinstance(leaf["unknown"], str) and len(leaf["unknown"]) > 20, (table, path)
+            else:
+                assert isinstance(leaf, (str, int, bool)) and leaf != "", (table, path, leaf)
+    if name == "domainsum":
+        table6 = data["protocols"]["Table 6"]
+        assert table6["documents"]["count"] == 500 and table6["documents"]["split"] == "test"
+        assert "encoder" in table6["metrics"]["BERTScore"]["encoder"]["unknown"]
+        assert "unknown" in data["protocols"]["Table 5"]["documents"]["split"]
+    if name == "medqsum":
+        assert {data["protocols"][t]["documents"]["count"] for t in tables} == {500}
