@@ -243,7 +243,10 @@ def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs)
         if stat is _mean:  # at the family's level, 0.05 / m (Bonferroni)
             diff = np.asarray(first) - np.asarray(second)
             t = sps.t.ppf(1 - 0.025 / c["family_size"], len(docs) - 1) + sps.t.ppf(0.8, len(docs) - 1)
-            assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
+            if np.std(diff, ddof=1) <= 1e-9 * max(map(abs, first + second)):  # identical differences: no spread
+                assert c["min_detectable_delta"] is None and "no spread" in c["min_detectable_reason"]
+            else:
+                assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
         # 3 documents: p >= 0.25, so no verdict can name a winner, and the interval shown holds 0
         assert c["verdict"] == "no difference detected" and c["ci_low"] <= 0 <= c["ci_high"]
     for (table, metric), members in families.items():

@@ -148,6 +148,7 @@ def test_every_comparison_has_a_verdict_sentence_that_agrees(pair):
     said = dict(re.findall(r'<li data-comparison="(\d+)">([^<]+)</li>', page))
     md = (pair["out"] / "report.md").read_text(encoding="utf-8")
     assert sorted(map(int, said)) == list(range(len(comparisons)))
+    assert all(c["reason"] is None for c in comparisons)  # every document scored on both sides: all computed
     for i, c in enumerate(comparisons):
         sentence = html.unescape(said[str(i)])
         assert f"\n{i}. {sentence}\n" in md  # the Markdown page says the same

@@ -197,3 +197,28 @@ def test_the_shown_interval_excludes_zero_exactly_when_the_verdict_names_a_side(
             assert math.isnan(v.min_detectable_delta) and v.min_detectable_reason
         if math.isfinite(v.min_detectable_delta):
             assert v.min_detectable_delta > 1e-9
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(2, 9), st.sampled_from([0.0, 0.02, -0.1, 0.3]),
+                          st.sampled_from([0.0, 0.01, 0.2]), st.integers(0, 10_000)), min_size=1, max_size=3))
+def test_a_corpus_metrics_interval_and_verdict_agree_too(members):
+    """The geometric-mean ROUGE (a corpus statistic, whose percentile interval need not hold Δ):
+    for every comparison the interval shown excludes 0 exactly when the verdict names a side,
+    and a named side is the one the interval lies on."""
+    compared = {}
+    for i, (n, shift, noise, seed) in enumerate(members):
+        rng = np.random.default_rng(seed)
+        base = rng.uniform(0.1, 0.6, size=(n, 3))
+        other = np.clip(base + shift + noise * rng.normal(size=(n, 3)), 0.0, 1.0)
+        a = _run(f"S{i}", [list(map(float, r)) for r in other], "rouge_geo")
+        b = _run(f"T{i}", [list(map(float, r)) for r in base], "rouge_geo")
+        compared[i] = paired(a, b, "rouge_geo", n_resamples=200, seed=SEED, n_boot=200)
+    for v in verdicts({"significance": compared})["significance"]:
+        event(v.verdict + (" (interval extended to 0)" if v.ci_extended else ""))
+        assert v.ci_level == pytest.approx(1 - ALPHA / len(members))
+        assert (v.ci_low > 0 or v.ci_high < 0) == (v.verdict in SIDES), v
+        if v.verdict in SIDES:
+            assert (v.ci_low > 0) == (v.delta > 0) == (v.verdict == "a better")
+        if v.n < 3:
+            assert v.min_detectable_reason == f"fewer than 3 documents ({v.n})"
