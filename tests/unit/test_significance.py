@@ -154,7 +154,8 @@ def test_a_standard_error_at_the_level_of_rounding_is_zero_and_gives_no_detectab
     assert np.std(np.asarray(a) - np.asarray(b), ddof=1) > 0
     dist, se = paired_resamples(a, b, "mean", n_boot=50, seed=1)
     assert se == 0.0 and len(dist) == 50 and np.allclose(dist, 0.1)
-    assert no_detectable_difference(se, 4) == "the differences have no spread (every document differs by the same amount)"
+    assert no_detectable_difference(se, 4) == ("the differences have no spread (every document differs by the "
+                                               "same amount)")
     assert math.isnan(min_detectable_difference(se, 4))
     # a corpus statistic whose resampled differences are all the same: the same rule
     geo = registry.key("rouge_geo").corpus
@@ -166,4 +167,5 @@ def test_a_standard_error_at_the_level_of_rounding_is_zero_and_gives_no_detectab
     # two documents with real spread: none either (one degree of freedom)
     _, se2 = paired_resamples([0.9, 0.1], [0.2, 0.3], "mean", n_boot=0)
     assert se2 == pytest.approx(np.std([0.7, -0.2], ddof=1) / math.sqrt(2))
-    assert no_detectable_difference(se2, 2) == "fewer than 3 documents (2)" and math.isnan(min_detectable_difference(se2, 2))
+    assert no_detectable_difference(se2, 2) == "fewer than 3 documents (2)"
+    assert math.isnan(min_detectable_difference(se2, 2))
