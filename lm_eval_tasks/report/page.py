@@ -22,7 +22,7 @@ from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
-from lm_eval_tasks.report.verdicts import ALPHA, POWER, Verdict
+from lm_eval_tasks.report.verdicts import RULE, Verdict
 
 STYLE = """
 *,*::before,*::after{box-sizing:border-box}
@@ -157,15 +157,9 @@ def definitions(keys: Sequence[str], shown: bool) -> list[tuple[str, str]]:
             direction = "higher is better" if record.higher_is_better else "lower is better"
             out.append((record.label, f"{record.description} (key {key}{scaled}; {direction})"))
     if shown:
-        out += [("Δ", "the difference of the two compared runs on the documents both logged, in the "
-                      "direction its heading states, with a 95 % paired bootstrap interval"),
-                ("Verdict", f"a side is better when the Holm-corrected p is below {ALPHA} and the interval of Δ "
-                            "excludes 0; else no difference detected. Holm-Bonferroni corrects over the "
-                            "comparisons of one metric in one table. The minimum detectable difference is the "
-                            f"smallest true Δ found with {POWER:.0%} power at α = {ALPHA} two-sided with this "
-                            "n: (t(1−α/2, n−1) + t(power, n−1)) × SE, SE = SD of the per-document "
-                            "differences / √n (for a corpus metric such as ROUGE, the paired bootstrap's SD "
-                            "of Δ). Every comparison is in comparisons.json.")]
+        out += [("Δ", "the difference of the two compared runs on the documents both logged and have a value "
+                      "for, in the direction its heading states, with its simultaneous paired bootstrap interval"),
+                ("Verdict", RULE + " Every comparison is in comparisons.json.")]
     return out
 
 

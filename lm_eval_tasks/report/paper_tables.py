@@ -127,7 +127,7 @@ def _run_cell(builder: Builder, zero: Run | None, two: Run | None, key: str) -> 
     if zero is not None and two is not None and key in zero.values and key in two.values:
         builder.section = "domainsum_settings"  # the settings table's comparison: its verdict is listed there
         c = builder.compare(two, zero, key)
-        if c is not None:
+        if c is not None and c.computed:
             docs = list(c.docs)
             return (builder.est(zero, key, docs).value * scale(key), c.result.delta * scale(key),
                     p_text(c.result.p_value))

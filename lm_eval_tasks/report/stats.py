@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from custom_metrics import registry
-from custom_metrics.analysis.stats.bootstrap import bootstrap_interval
+from custom_metrics.analysis.stats.bootstrap import bootstrap_interval, percentile_interval
 from custom_metrics.analysis.stats.significance import (TESTS, PairedResult, min_detectable_difference,
-                                                        paired_interval)
+                                                        no_detectable_difference, paired_resamples)
+from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.runs import Run
 
 #: relative difference between the reported value and the one refolded from the samples
@@ -120,51 +121,92 @@ def estimate(run: Run, key: str, n_boot: int = 1000, seed: int = 1234, alpha: fl
                     stderr=run.stderr.get(key), n=len(items), agrees=agrees)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Comparison:
-    """A paired test of one key between two runs on the documents they share: ``S(a) - S(b)``,
-    its p-value, its paired bootstrap interval and the smallest difference findable at its n."""
+    """A paired test of one key between two runs: ``S(a) - S(b)`` on the documents both runs
+    scored (a value on both sides), its p-value and its paired bootstrap resamples, from
+    which the report takes the interval and the minimum detectable difference at the level
+    its verdict uses (:mod:`lm_eval_tasks.report.verdicts`)."""
 
     a: Run
     b: Run
     key: str
     result: PairedResult
-    #: the documents compared (both runs scored them), in ``a``'s order
+    #: the documents compared (both runs have a value of ``key`` for them), in ``a``'s order
     docs: tuple[str, ...] = ()
-    #: 95 % paired percentile bootstrap interval of ``S(a) - S(b)`` (NaN without resamples)
-    interval: tuple[float, float] = (math.nan, math.nan)
-    #: minimum detectable difference (alpha 0.05 two-sided, 80 % power) at this n
-    mdd: float = math.nan
+    #: ``S(a*) - S(b*)`` over the paired bootstrap resamples (empty without resamples)
+    resampled: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: standard error of the difference; 0 when the differences have no spread
+    se: float = math.nan
+    #: why no difference could be computed ('' when it was)
+    reason: str = ""
 
     @property
-    def shared(self) -> int:
-        return self.result.n
+    def n(self) -> int:
+        """The documents compared: both runs have a value for each."""
+        return len(self.docs)
+
+    @property
+    def computed(self) -> bool:
+        return not self.reason
+
+    def interval(self, alpha: float) -> tuple[float, float]:
+        """The ``1 - alpha`` percentile interval of Δ (NaN without resamples)."""
+        return percentile_interval(self.resampled, alpha)
+
+    def min_detectable(self, alpha: float, power: float) -> tuple[float, str | None]:
+        """(minimum detectable difference at ``alpha`` two-sided and ``power``, None) or
+        (NaN, why there is none)."""
+        why = no_detectable_difference(self.se, self.n)
+        return (math.nan, why) if why else (min_detectable_difference(self.se, self.n, alpha, power), None)
+
+
+def missing(item: Any) -> bool:
+    """A logged score that is no value: None, NaN, or a corpus item with such a part (a
+    document the scorer failed on, or the metric does not apply to)."""
+    if item is None:
+        return True
+    if isinstance(item, float):
+        return math.isnan(item)
+    if isinstance(item, (list, tuple)):
+        return any(missing(v) for v in item)
+    return False
 
 
 def paired(a: Run, b: Run, key: str, test: str = "permutation", n_resamples: int = 10_000,
-           seed: int = 1234, n_boot: int = 1000, alpha: float = 0.05) -> Comparison | None:
-    """``S(a) - S(b)`` on the documents both runs scored, with its p-value, interval and minimum
-    detectable difference (:mod:`custom_metrics.analysis.stats.significance`; None: no shared documents)."""
+           seed: int = 1234, n_boot: int = 1000) -> Comparison | None:
+    """``S(a) - S(b)`` on the documents both runs have a value of ``key`` for, with its
+    p-value and paired resamples (:mod:`custom_metrics.analysis.stats.significance`).
+
+    None: the runs share no logged document, or ``key`` is a count (a fact of each run, not
+    compared). A document without a value on one side (a failed scorer, a metric that does
+    not apply) is left out on both, so Δ and the two scores beside it are over the same
+    documents; a comparison with no such document or no number for Δ or p is returned with
+    its ``reason`` (its verdict is "not computed").
+    """
     pa, pb = a.per_doc(key), b.per_doc(key)
-    shared = [d for d in pa if d in pb]
-    if not shared:
-        return None
+    logged = [d for d in pa if d in pb]
     how = aggregation_of(key)
-    if how == "sum":
+    if not logged or how == "sum":
         return None
-    stat = how if how in ("mean", "nanmean") else statistic_for(a, key)
-    if how == "nanmean":  # a document the metric does not apply to on one side is not a pair
-        shared = [d for d in shared if pa[d] is not None and pb[d] is not None
-                  and not (math.isnan(float(pa[d])) or math.isnan(float(pb[d])))]
-        stat = "mean"
-        if not shared:
-            return None
+    shared = [d for d in logged if not (missing(pa[d]) or missing(pb[d]))]
+    stat = "mean" if how in ("mean", "nanmean") else statistic_for(a, key)
+    if not shared:
+        return Comparison(a, b, key, PairedResult(math.nan, math.nan, 0, 0, test == "permutation", test),
+                          reason=f"no document has a value on both sides (of the {counted(len(logged), 'document')} "
+                                 "both runs logged)")
     xa = _values([pa[d] for d in shared], how)
     xb = _values([pb[d] for d in shared], how)
-    low, high, se = paired_interval(xa, xb, stat, n_boot, seed, alpha)
-    return Comparison(a, b, key, TESTS[test](xa, xb, stat, n_resamples, seed), tuple(shared), (low, high),
-                      min_detectable_difference(se, len(shared), alpha))
+    result = TESTS[test](xa, xb, stat, n_resamples, seed)
+    resampled, se = paired_resamples(xa, xb, stat, n_boot, seed)
+    reason = ""
+    if not math.isfinite(result.delta):
+        reason = (f"the metric is not a number on one side over the {counted(len(shared), 'document')} both "
+                  "runs have a value for")
+    elif not math.isfinite(result.p_value):
+        reason = "the test gave no p-value (the metric is not a number on any rearrangement of the documents)"
+    return Comparison(a, b, key, result, tuple(shared), resampled, se, reason)
 
 
-__all__ = ["AGREEMENT_TOLERANCE", "Comparison", "Estimate", "aggregation_of", "estimate", "fold",
+__all__ = ["AGREEMENT_TOLERANCE", "Comparison", "Estimate", "aggregation_of", "estimate", "fold", "missing",
            "paired", "statistic_for"]

@@ -16,11 +16,12 @@
   published rows): :mod:`~lm_eval_tasks.report.paper_layouts`.
 * ``significance``: every pair of runs on the same documents, per headline key.
 
-Every comparison is on the documents both runs logged: the scores beside a difference
-are on those documents (so the difference is theirs), each comparison table shows the
-shared n and each run's own n, a comparison on fewer documents than a run logged is
-listed under its table, and runs with no document in common are not compared (a note
-says so).
+Every comparison is on the documents both runs logged and have a value for: the scores
+beside a difference are on those documents (so the difference is theirs), each comparison
+table shows the shared n and each run's own n, a comparison on fewer documents than a run
+logged is listed under its table, runs with no document in common are not compared (a
+note says so), and a comparison that cannot be computed shows no difference (its verdict
+says why).
 
 Fractions are shown x100 (the papers' scale); DVO is already a percentage.
 """
@@ -143,14 +144,15 @@ class Builder:
     def pair(self, a: Run | None, b: Run | None, key: str) -> tuple[str, str, str, str]:
         """(``a``'s cell, ``b``'s cell, ``b − a``, p) of one key as display strings.
 
-        Compared runs are shown on the documents both scored (the difference and the two
-        scores beside it on the same documents); a run without a partner, or with no
-        document in common with it, is shown on its own documents with no difference.
+        Compared runs are shown on the documents both have a value for (the difference and
+        the two scores beside it on the same documents); a run without a partner, with no
+        document in common with it, or whose comparison was not computed, is shown on its
+        own documents with no difference.
         """
         c = None
         if a is not None and b is not None and key in a.values and key in b.values:
             c = self.compare(b, a, key)
-        if c is None:
+        if c is None or not c.computed:
             return self.cell(a, key), self.cell(b, key), "n/a", "n/a"
         docs = list(c.docs)
         return (self.cell(a, key, docs), self.cell(b, key, docs), f"{c.result.delta * scale(key):+.2f}",
@@ -178,9 +180,10 @@ class Builder:
                          f"{a.n}, {names[1]} {b.n}); the scores beside Δ are on those {shared}")
         for key, name in keys:
             c = self.compare(b, a, key) if key in a.values and key in b.values else None
-            if c is not None and 0 < c.shared < shared:
-                notes.append(f"{what}: {name} compared on {c.shared} of the {shared} shared documents "
-                             "(the others are not scored on both sides)")
+            if c is not None and 0 < c.n < shared:
+                notes.append(f"{what}: {name} compared on {c.n} of the {shared} shared documents "
+                             "(the others are not scored on both sides); the scores beside Δ are on those "
+                             f"{c.n}")
         return [*own, str(shared)]
 
     # ------------------------------------------------------------ tables
@@ -345,18 +348,24 @@ class Builder:
                         c = self.compare(a, b, key)
                         if c is None:
                             continue
-                        docs = list(c.docs)
+                        if 0 < c.n < shared:
+                            notes.append(f"{benchmark} / {subset}: {name} of {a.series} and {b.series} compared "
+                                         f"on {c.n} of the {shared} shared documents (the others are not scored "
+                                         "on both sides)")
+                        docs = list(c.docs) if c.computed else None  # not computed: each on its own documents
                         rows.append([benchmark, subset, name, a.series, b.series,
                                      self.number(self.est(a, key, docs).value, key),
                                      self.number(self.est(b, key, docs).value, key),
-                                     f"{c.result.delta * scale(key):+.2f}", p_text(c.result.p_value),
-                                     str(c.shared), str(a.n), str(b.n)])
+                                     f"{c.result.delta * scale(key):+.2f}" if c.computed else "n/a",
+                                     p_text(c.result.p_value) if c.computed else "n/a",
+                                     str(c.n), str(a.n), str(b.n)])
         if not rows:
             return None
         return Table("significance", "Paired significance tests between systems on the same documents "
                      "and setting",
                      header, rows, caption="A score, B score: each system on the n shared documents both "
-                     "logged (n A, n B: the documents each logged); A − B and p on the same documents. "
+                     "have a value for (n A, n B: the documents each logged); A − B and p on the same documents; "
+                     "where A − B is n/a (not computed), each score is on its run's own documents. "
                      + test_caption(self.opt) + " " + VERDICT_CAPTION, notes=notes)
 
     def all(self) -> list[Table]:
@@ -405,8 +414,8 @@ def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
 
 
 def pair_caption() -> str:
-    return ("Scores beside a Δ are on the documents both compared runs logged (n shared), so Δ is "
-            "their difference; a run's own document count is its n, and a comparison on fewer "
+    return ("Scores beside a Δ are on the documents both compared runs logged (n shared) and have a value "
+            "for, so Δ is their difference; a run's own document count is its n, and a comparison on fewer "
             "documents than a run logged is listed below the table. A score without a Δ is on the "
             "run's own documents. A row is one system (a model with all its settings) across shots, or "
             "a fine-tuned system beside its base; systems that differ in other settings (a chat "

@@ -2,22 +2,43 @@
 
 Why: a difference and a p-value leave the reader to decide what they mean, and with a
 handful of documents no p-value can be small (an exact permutation test over 3
-documents cannot go below 0.25). Each comparison therefore says which side is better or
-that no difference was detected, with Δ, its 95 % interval, p, the shared n and the
-minimum detectable difference at that n, and, when nothing was found because the
-documents were too few, says so.
+documents cannot go below 0.25). Each comparison therefore says which side is better,
+that no difference was detected, or that it could not be computed and why, with Δ, its
+interval, p, the n of documents both sides have a value for and the minimum detectable
+difference at that n, and, when nothing was found because the documents were too few,
+says so.
 
-The rule, in one place:
+The rule, in one place (:data:`RULE` words it for the page and ``comparisons.json``):
 
 * **Family and correction.** The comparisons of one metric in one table (DomainSum
   Table 2's zero- vs few-shot rows, Table 3's fine-tuned vs base rows, the significance
-  table's pairs of systems) are one family; their p-values are Holm-Bonferroni adjusted
-  over that family (:func:`custom_metrics.analysis.stats.significance.holm`).
-* **Verdict.** A side is better when the Holm-corrected p is below ``ALPHA`` *and* the
-  95 % paired bootstrap interval of Δ excludes 0 (so "no difference detected" whenever
-  the interval contains 0, and never a winner the correction took away); the better
-  side is the higher one, or the lower one for a metric whose record says lower is
-  better.
+  table's pairs of systems) are one family of m computed comparisons; their p-values are
+  Holm-Bonferroni adjusted over that family
+  (:func:`custom_metrics.analysis.stats.significance.holm`).
+* **Interval.** Each Δ's paired percentile bootstrap interval is at level ``1 − ALPHA / m``
+  (Bonferroni): the m intervals of a family hold their true differences together with
+  probability at least ``1 − ALPHA`` (simultaneous), the same error rate the Holm
+  correction controls for the tests. Holm's own step levels (``ALPHA / (m − i + 1)``) give
+  no simultaneous intervals, so the intervals are Bonferroni's, the stricter.
+* **Verdict.** A side is better when the Holm-corrected p is below ``ALPHA`` *and* that
+  interval excludes 0 on the side of Δ (the better side is the higher one, or the lower
+  one for a metric whose record says lower is better); otherwise "no difference
+  detected". The permutation p and the bootstrap interval are two procedures and can
+  disagree (the bootstrap interval of 3 documents that all differ the same way excludes
+  0 while no p over 3 documents is below 0.25), so the stricter reading is taken: both
+  must find the difference. Where they disagree the verdict is "no difference
+  detected" and the interval shown is extended to reach 0: a wider interval still holds
+  the true difference whenever the narrower one does, so its coverage stands, and the
+  interval beside a verdict never says otherwise than the verdict. Hence the interval
+  shown excludes 0 exactly when the verdict names a side. Without resamples
+  (``--bootstrap 0``) there is no interval and the corrected p alone decides.
+* **Not computed.** Only documents with a value on both sides are compared (a document a
+  scorer failed on is left out of both, and of the two scores beside Δ); with none, or
+  with no number for Δ or p, the verdict is "not computed", with the reason, and the
+  comparison is in no family.
+* **Minimum detectable difference** at the family's level ``ALPHA / m``, two-sided, with
+  ``POWER``; none, with the reason, below 3 documents or when the per-document
+  differences have no spread.
 * **Direction.** Δ is ``b − a`` in the tables that compare a later setting with an
   earlier one (``a`` the zero-shot or base run, ``b`` the few-shot or fine-tuned one), and
   ``a − b`` in the significance table (its ``A − B`` column).
@@ -32,17 +53,32 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from custom_metrics import registry
-from custom_metrics.analysis.stats.significance import holm, smallest_p
+from custom_metrics.analysis.stats.significance import MDD_MIN_N, holm, smallest_p
 from lm_eval_tasks.report.stats import Comparison
 
 #: family-wise error rate of each family, and the power the minimum detectable difference is for
 ALPHA = 0.05
 POWER = 0.8
 CORRECTION = "holm"
-VERDICTS = ("a better", "b better", "no difference detected")
+NOT_COMPUTED = "not computed"
+VERDICTS = ("a better", "b better", "no difference detected", NOT_COMPUTED)
+#: the rule of the module docstring in words: the page states it once, comparisons.json in its header
+RULE = (f"The comparisons of one metric in one table are a family of m; their p-values are Holm-corrected. "
+        f"The interval of Δ is the paired bootstrap interval at level 1 − {ALPHA}/m (Bonferroni: the m "
+        f"intervals hold their true differences together with probability at least {1 - ALPHA:.0%}). A side "
+        f"is better when the Holm-corrected p is below {ALPHA} and that interval excludes 0 on the side of Δ; "
+        "otherwise no difference detected, and where the interval alone excluded 0 it is shown extended to 0 "
+        "(a wider interval keeps its coverage), so the interval shown excludes 0 exactly when a side is "
+        "named. Without resamples (--bootstrap 0) the corrected p alone decides. Only documents with a value "
+        "on both sides are compared, and the two scores beside Δ are over the same documents; with none, or "
+        "no number for Δ or p, the comparison is not computed, with the reason, and is in no family. The "
+        f"minimum detectable difference is the smallest true Δ a two-sided test at {ALPHA}/m finds with "
+        f"{POWER:.0%} power at this n: (t(1−α/2m, n−1) + t(power, n−1)) × SE, SE = SD of the per-document "
+        "differences / √n (for a corpus metric such as ROUGE, the paired bootstrap's SD of Δ); none below "
+        f"{MDD_MIN_N} documents or when the differences have no spread.")
 #: what a comparison table's p column is, and where its verdicts are
-VERDICT_CAPTION = ("p is uncorrected; the verdicts below the table use the Holm-corrected p over the table's "
-                   "comparisons of the same metric.")
+VERDICT_CAPTION = ("p is uncorrected; the verdicts below the table use the Holm-corrected p and the simultaneous "
+                   "interval over the table's comparisons of the same metric.")
 #: tables whose comparisons are ``a − b`` (the others: ``b − a``, later setting minus earlier)
 A_MINUS_B = ("significance",)
 
@@ -76,6 +112,14 @@ class Verdict:
     verdict: str
     #: factor the page multiplies values by (x100 for fractions)
     display_scale: float
+    #: level of the interval: 1 − alpha / family_size (simultaneous over the family)
+    ci_level: float = 1 - ALPHA
+    #: the bootstrap interval excluded 0 but the verdict names no side: shown reaching 0
+    ci_extended: bool = False
+    #: why there is no minimum detectable difference (None: there is one)
+    min_detectable_reason: str | None = None
+    #: why the comparison was not computed (None: it was)
+    reason: str | None = None
 
     def record(self) -> dict:
         """The JSON object: NaN as null (JSON has no NaN)."""
@@ -84,40 +128,52 @@ class Verdict:
     def sentence(self) -> str:
         """The page's sentence for this comparison (it states what :meth:`record` holds)."""
         what = self.metric_name + ("" if self.higher_is_better else " (lower is better)")
+        if self.verdict == NOT_COMPUTED:
+            return f"{self.subset}, {what}: not computed between {self.a} and {self.b}: {self.reason}."
         outcome = {"a better": f"{self.a} is better than {self.b}",
                    "b better": f"{self.b} is better than {self.a}"}.get(
             self.verdict, f"no difference detected between {self.a} and {self.b}")
         tests = "comparison" if self.family_size == 1 else "comparisons"
+        mdd = (self.num(self.min_detectable_delta) if self.min_detectable_reason is None
+               else f"n/a ({self.min_detectable_reason})")
         text = (f"{self.subset}, {what}: {outcome}. Δ ({self.delta_of}) = {self.num(self.delta, '+.2f')}, "
-                f"95 % CI [{self.num(self.ci_low)}, {self.num(self.ci_high)}], p = {p_text(self.p)}, "
+                f"{level_text(self.ci_level)} % CI [{self.num(self.ci_low)}, {self.num(self.ci_high)}]"
+                f"{' (extended to 0)' if self.ci_extended else ''}, p = {p_text(self.p)}, "
                 f"Holm-corrected p = {p_text(self.p_corrected)} over {self.family_size} {tests}, "
-                f"n = {self.n} shared documents; minimum detectable difference "
-                f"{self.num(self.min_detectable_delta)}.")
-        return text + self.reason()
+                f"n = {self.n} documents scored on both sides; minimum detectable difference {mdd}.")
+        return text + self.explanation()
 
-    def reason(self) -> str:
-        """Why nothing was found, when the n or the interval says why ('' otherwise)."""
+    def explanation(self) -> str:
+        """Why nothing was found, when the n, the test or the interval says why ('' otherwise)."""
         if self.verdict != "no difference detected":
             return ""
+        said = ""
+        if self.ci_extended:
+            said = (" The bootstrap interval alone excluded 0; it is shown extended to 0 because "
+                    + (f"the Holm-corrected p is not below {ALPHA}." if not self.p_corrected < ALPHA else
+                       "Δ lies on the other side of 0."))
         if self.smallest_possible_p >= ALPHA:
-            return (f" Too few documents to detect any difference: with {self.n} the permutation test "
-                    f"cannot give p below {self.smallest_possible_p:.3f}.")
+            return said + (f" Too few documents to detect any difference: with {self.n} the permutation test "
+                           f"cannot give p below {self.smallest_possible_p:.3f}.")
         if self.smallest_possible_p * self.family_size >= ALPHA:
-            return (f" Too few documents to detect any difference among {self.family_size} comparisons: with "
-                    f"{self.n} the permutation test cannot give p below {self.smallest_possible_p:.4f}, which "
-                    f"the correction multiplies by {self.family_size}.")
+            return said + (f" Too few documents to detect any difference among {self.family_size} comparisons: "
+                           f"with {self.n} the permutation test cannot give p below "
+                           f"{self.smallest_possible_p:.4f}, which the correction multiplies by {self.family_size}.")
         if self.p < ALPHA <= self.p_corrected:
-            said = f" p is below {ALPHA} only before the correction for the {self.family_size} comparisons."
-        elif self.p_corrected < ALPHA:
-            said = f" The corrected p is below {ALPHA}, but the interval of Δ contains 0."
-        else:
-            said = ""
+            said += f" p is below {ALPHA} only before the correction for the {self.family_size} comparisons."
+        elif self.p_corrected < ALPHA and not self.ci_extended:
+            said += f" The corrected p is below {ALPHA}, but the interval of Δ contains 0."
         if math.isfinite(self.min_detectable_delta) and abs(self.delta) < self.min_detectable_delta:
             said += f" Too few documents to detect a difference smaller than {self.num(self.min_detectable_delta)}."
         return said
 
     def num(self, value: float, spec: str = ".2f") -> str:
         return "n/a" if not math.isfinite(value) else format(value * self.display_scale, spec)
+
+
+def level_text(level: float) -> str:
+    """An interval's level in percent as the sentences print it: 95, 97.5, 99.17."""
+    return f"{100 * level:.4g}"
 
 
 def p_text(p: float) -> str:
@@ -129,15 +185,25 @@ def p_text(p: float) -> str:
 
 def decide(delta: float, low: float, high: float, p_corrected: float, higher_is_better: bool,
            direction: str) -> str:
-    """The verdict of one comparison (module docstring)."""
+    """The verdict of one computed comparison (module docstring): ``low``/``high`` the interval
+    at the family's level, NaN without resamples."""
     if not (math.isfinite(p_corrected) and p_corrected < ALPHA and math.isfinite(delta)) or delta == 0:
         return "no difference detected"
-    if math.isfinite(low) and math.isfinite(high) and low <= 0 <= high:
-        return "no difference detected"
+    if math.isfinite(low) and math.isfinite(high) and not (low > 0 if delta > 0 else high < 0):
+        return "no difference detected"  # the interval holds 0, or lies on the other side of it
     first_higher = delta > 0  # the side Δ starts from (b in "b-a", a in "a-b") is the higher
     first = "b" if direction == "b-a" else "a"
     second = "a" if first == "b" else "b"
     return f"{first if first_higher == higher_is_better else second} better"
+
+
+def shown_interval(low: float, high: float, verdict: str) -> tuple[float, float, bool]:
+    """``(low, high, extended)``: the interval beside ``verdict``. One that excludes 0 beside
+    "no difference detected" is extended to reach 0 (module docstring), so the interval
+    shown excludes 0 exactly when the verdict names a side."""
+    if verdict != "no difference detected" or not (math.isfinite(low) and math.isfinite(high)) or low <= 0 <= high:
+        return low, high, False
+    return min(low, 0.0), max(high, 0.0), True
 
 
 def _oriented(table: str, c: Comparison) -> tuple:
@@ -149,18 +215,18 @@ def _oriented(table: str, c: Comparison) -> tuple:
 
 
 def verdicts(shown: dict[str, dict[tuple, Comparison]]) -> dict[str, list[Verdict]]:
-    """Every comparison each table showed (``Builder.shown``), with Holm correction per table and metric."""
+    """Every comparison each table showed (``Builder.shown``): Holm correction and simultaneous
+    intervals per table and metric over the computed comparisons."""
     out: dict[str, list[Verdict]] = {}
     for table, comparisons in shown.items():
         items = list(comparisons.values())
         adjusted: dict[int, float] = {}
         sizes: dict[str, int] = {}
         for key in dict.fromkeys(c.key for c in items):
-            family = [i for i, c in enumerate(items) if c.key == key]
-            p_values = [items[i].result.p_value for i in family]
-            adjusted.update(zip(family, holm(p_values)))
-            sizes[key] = sum(math.isfinite(p) for p in p_values)
-        out[table] = [_verdict(table, c, adjusted[i], sizes[c.key]) for i, c in enumerate(items)]
+            family = [i for i, c in enumerate(items) if c.key == key and c.computed]
+            adjusted.update(zip(family, holm([items[i].result.p_value for i in family])))
+            sizes[key] = len(family)
+        out[table] = [_verdict(table, c, adjusted.get(i, math.nan), sizes[c.key]) for i, c in enumerate(items)]
     return out
 
 
@@ -168,19 +234,27 @@ def _verdict(table: str, c: Comparison, p_corrected: float, family_size: int) ->
     a, b, direction = _oriented(table, c)
     record = registry.key(c.key)
     better_high = record.higher_is_better if record is not None else True
-    low, high = c.interval
     same = a.system.label == b.system.label
     delta_of = (f"{b.setting} − {a.setting}" if same else f"{b.series} − {a.series}") if direction == "b-a" else \
         (f"{a.setting} − {b.setting}" if same else f"{a.series} − {b.series}")
+    level = ALPHA / max(family_size, 1)
+    if c.computed:
+        low, high = c.interval(level)
+        verdict = decide(c.result.delta, low, high, p_corrected, better_high, direction)
+        low, high, extended = shown_interval(low, high, verdict)
+        mdd, why = c.min_detectable(level, POWER)
+    else:
+        low = high = mdd = math.nan
+        verdict, extended, why = NOT_COMPUTED, False, "not computed"
     return Verdict(
         delta_of=delta_of, table=table, benchmark=a.benchmark, subset=a.subset, a=a.series, b=b.series,
         task=a.task if a.task == b.task else f"{a.task} vs {b.task}", metric=c.key,
-        metric_name=registry.display_name(c.key), higher_is_better=better_high, direction=direction, n=c.shared,
-        delta=c.result.delta, ci_low=low, ci_high=high, p=c.result.p_value, p_corrected=p_corrected,
-        correction=CORRECTION, family_size=family_size, min_detectable_delta=c.mdd,
-        smallest_possible_p=smallest_p(c.result),
-        verdict=decide(c.result.delta, low, high, p_corrected, better_high, direction),
-        display_scale=registry.display_scale(c.key))
+        metric_name=registry.display_name(c.key), higher_is_better=better_high, direction=direction, n=c.n,
+        delta=c.result.delta if c.computed else math.nan, ci_low=low, ci_high=high, p=c.result.p_value,
+        p_corrected=p_corrected, correction=CORRECTION, family_size=family_size, min_detectable_delta=mdd,
+        smallest_possible_p=smallest_p(c.result) if c.computed else math.nan, verdict=verdict,
+        display_scale=registry.display_scale(c.key), ci_level=1 - level, ci_extended=extended,
+        min_detectable_reason=why, reason=c.reason or None)
 
 
 def in_order(by_table: dict[str, list[Verdict]], tables: Sequence[str]) -> list[Verdict]:
@@ -190,12 +264,9 @@ def in_order(by_table: dict[str, list[Verdict]], tables: Sequence[str]) -> list[
 
 def write_comparisons(path: Path, ordered: Sequence[Verdict]) -> Path:
     """``comparisons.json``: the rule, then one object per comparison in the page's order."""
-    data = {"alpha": ALPHA, "power": POWER, "correction": CORRECTION,
-            "family": "the comparisons of one metric in one table",
-            "verdict_rule": "a side is better when the corrected p is below alpha and the 95 % interval of "
-                            "delta excludes 0",
-            "min_detectable_delta": "(t_{1-alpha/2,n-1} + t_{power,n-1}) * SE of delta; SE = sd of the "
-                                    "per-document differences / sqrt(n) (corpus metrics: the paired bootstrap's sd)",
+    data = {"alpha": ALPHA, "power": POWER, "correction": CORRECTION, "interval": "bonferroni",
+            "family": "the computed comparisons of one metric in one table",
+            "verdicts": list(VERDICTS), "rule": RULE,
             "comparisons": [v.record() for v in ordered]}
     from custom_metrics.outputs import write_atomically
 
@@ -203,5 +274,5 @@ def write_comparisons(path: Path, ordered: Sequence[Verdict]) -> Path:
     return path
 
 
-__all__ = ["ALPHA", "CORRECTION", "VERDICT_CAPTION", "POWER", "VERDICTS", "Verdict", "decide", "in_order", "p_text", "verdicts",
-           "write_comparisons"]
+__all__ = ["ALPHA", "CORRECTION", "NOT_COMPUTED", "POWER", "RULE", "VERDICTS", "VERDICT_CAPTION", "Verdict", "decide",
+           "in_order", "level_text", "p_text", "shown_interval", "verdicts", "write_comparisons"]

@@ -6,9 +6,11 @@ only) and writes into ``--out``:
 * ``tables/<name>.md|.csv|.tex``: each table for a paper;
 * ``scores.csv``: every run and key in long form (value, interval, stderr, documents);
 * ``comparisons.json``: every comparison the tables show, with its verdict (``a better``,
-  ``b better`` or ``no difference detected``), Δ and its 95 % interval, p and the
-  Holm-corrected p, the shared n and the minimum detectable difference; the page says
-  each in one sentence under its table;
+  ``b better``, ``no difference detected`` or ``not computed`` with the reason), Δ and its
+  interval at the family's simultaneous level, p and the Holm-corrected p, the n of
+  documents both sides have a value for and the minimum detectable difference; its
+  header and the page state the rule once, and the page says each comparison in one
+  sentence under its table;
 * ``figures/*.png``.
 
 Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 layouts
@@ -22,8 +24,9 @@ setting that changes its outputs: chat template, system instruction,
 ``fewshot_as_multiturn``, ``max_length``, generation settings, prompt budgets and
 variant, judge model. Runs that differ in any of them are separate systems, labelled
 by what differs (``M (chat)``, ``M [max_doc_words=200]``); shots are the tables'
-settings axis. Comparisons use only the documents both runs logged, and every table
-with a difference shows those n. A LoRA adapter trained with ``domsum finetune`` is
+settings axis. Comparisons use only the documents both runs logged and have a value for,
+the two scores beside a difference are over the same documents, and every table with a
+difference shows those n. A LoRA adapter trained with ``domsum finetune`` is
 paired with its base model (same settings) through the adapter's ``run_card.json``. A
 folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned.
 

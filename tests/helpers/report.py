@@ -29,3 +29,24 @@ def holm_adjusted(ps: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
         out[i] = running
     return out
+
+
+def hand_run(label: str, scores: dict[str, dict], task: str = "domainsum_cnndm", shots: int = 0):
+    """A report run built in memory from hand-made per-document scores (document id -> key ->
+    logged value or corpus item), its reported values folded as the harness folds them:
+    what the report's statistics read, with no results or samples file behind it."""
+    from pathlib import Path
+
+    from lm_eval_tasks import catalog
+    from lm_eval_tasks.report.runs import Run
+    from lm_eval_tasks.report.stats import fold
+    from lm_eval_tasks.report.systems import System
+    from lm_eval_tasks.results import Sample
+
+    samples = [Sample(doc_id=i, id=doc, filter="none", document="", reference="", prediction="", logged=dict(logged))
+               for i, (doc, logged) in enumerate(scores.items())]
+    run = Run(system=System(base=f"org/{label}", label=label), task=task, spec=catalog.lookup(task), shots=shots,
+              values={}, stderr={}, results_file=Path(f"{label}/results.json"), timestamp="", samples=samples)
+    keys = {k for logged in scores.values() for k in logged}
+    run.values = {k: fold(run, k, list(run.per_doc(k).values())) for k in keys}
+    return run

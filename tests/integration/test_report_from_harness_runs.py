@@ -240,12 +240,15 @@ def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs)
         assert c["ci_low"] - 1e-12 <= c["delta"] <= c["ci_high"] + 1e-12
         assert c["p"] == pytest.approx(_scipy_paired(first, second, stat), abs=1e-9)
         assert c["smallest_possible_p"] == 2 / 2 ** LIMIT  # the exact test over 3 documents
-        if stat is _mean:
+        if stat is _mean:  # at the family's level, 0.05 / m (Bonferroni)
             diff = np.asarray(first) - np.asarray(second)
-            t = sps.t.ppf(0.975, len(docs) - 1) + sps.t.ppf(0.8, len(docs) - 1)
-            assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
-        # 3 documents: p >= 0.25, so no verdict can name a winner
-        assert c["verdict"] == "no difference detected"
+            t = sps.t.ppf(1 - 0.025 / c["family_size"], len(docs) - 1) + sps.t.ppf(0.8, len(docs) - 1)
+            if np.std(diff, ddof=1) <= 1e-9 * max(map(abs, first + second)):  # identical differences: no spread
+                assert c["min_detectable_delta"] is None and "no spread" in c["min_detectable_reason"]
+            else:
+                assert c["min_detectable_delta"] == pytest.approx(t * np.std(diff, ddof=1) / math.sqrt(len(docs)))
+        # 3 documents: p >= 0.25, so no verdict can name a winner, and the interval shown holds 0
+        assert c["verdict"] == "no difference detected" and c["ci_low"] <= 0 <= c["ci_high"]
     for (table, metric), members in families.items():
         expected = _holm([comparisons[i]["p"] for i in members])
         assert [comparisons[i]["p_corrected"] for i in members] == pytest.approx(expected)
@@ -257,9 +260,11 @@ def test_every_comparison_has_a_verdict_recomputed_from_the_samples(report_runs)
         s, k = said[i], 100.0
         assert s.startswith(f"{c['task'].split('_')[1].split(' ')[0]}, ")
         assert f"no difference detected between {c['a']} and {c['b']}." in s
-        assert f"= {c['delta'] * k:+.2f}, 95 % CI [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]" in s
+        level = f"{100 * (1 - 0.05 / c['family_size']):.4g}"
+        assert c["ci_level"] == pytest.approx(1 - 0.05 / c["family_size"])
+        assert f"= {c['delta'] * k:+.2f}, {level} % CI [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]" in s
         assert f"p = {c['p']:.3f}, Holm-corrected p = {c['p_corrected']:.3f}" in s
-        assert f"n = {c['n']} shared documents" in s
+        assert f"n = {c['n']} documents scored on both sides" in s
         assert s.endswith("Too few documents to detect any difference: with 3 the permutation test cannot "
                           "give p below 0.250.")
 

@@ -66,7 +66,7 @@ def test_the_page_really_has_wide_tables_and_figures(report_page, chromium):
         assert page.evaluate("() => document.querySelectorAll('nav li').length") == 7
         # one sentence per comparison, each as wide as the text column at most
         sentences = page.evaluate("() => [...document.querySelectorAll('ol.verdicts li')].map(li => li.textContent)")
-        assert len(sentences) == 66 and all("shared documents" in s for s in sentences)
+        assert len(sentences) == 66 and all("documents scored on both sides" in s for s in sentences)
     finally:
         page.close()
 

@@ -148,6 +148,7 @@ def test_every_comparison_has_a_verdict_sentence_that_agrees(pair):
     said = dict(re.findall(r'<li data-comparison="(\d+)">([^<]+)</li>', page))
     md = (pair["out"] / "report.md").read_text(encoding="utf-8")
     assert sorted(map(int, said)) == list(range(len(comparisons)))
+    assert all(c["reason"] is None for c in comparisons)  # every document scored on both sides: all computed
     for i, c in enumerate(comparisons):
         sentence = html.unescape(said[str(i)])
         assert f"\n{i}. {sentence}\n" in md  # the Markdown page says the same
@@ -155,13 +156,16 @@ def test_every_comparison_has_a_verdict_sentence_that_agrees(pair):
         outcome = {"a better": f"{c['a']} is better than {c['b']}", "b better": f"{c['b']} is better than {c['a']}",
                    "no difference detected": f"no difference detected between {c['a']} and {c['b']}"}[c["verdict"]]
         assert sentence.startswith(f"cnndm, {c['metric_name']}: {outcome}. "), sentence
-        for part in (f"= {c['delta'] * scale:+.2f}, 95 % CI [{c['ci_low'] * scale:.2f}, {c['ci_high'] * scale:.2f}]",
-                     f"p = {c['p']:.3f}", f"Holm-corrected p = {c['p_corrected']:.3f}",
-                     f"n = {c['n']} shared documents", f"minimum detectable difference "
+        level = f"{100 * (1 - ALPHA / c['family_size']):.4g}"
+        assert c["ci_level"] == pytest.approx(1 - ALPHA / c["family_size"])
+        for part in (f"= {c['delta'] * scale:+.2f}, {level} % CI [{c['ci_low'] * scale:.2f}, "
+                     f"{c['ci_high'] * scale:.2f}]", f"p = {c['p']:.3f}", f"Holm-corrected p = {c['p_corrected']:.3f}",
+                     f"n = {c['n']} documents scored on both sides", f"minimum detectable difference "
                      f"{c['min_detectable_delta'] * scale:.2f}"):
             assert part in sentence, (part, sentence)
     # the verdicts follow the stated rule: Holm over the comparisons of one metric in one table,
-    # a side better when the corrected p < 0.05 and the interval excludes 0
+    # a side better when the corrected p < 0.05 and the interval (at 1 − 0.05/m) excludes 0, and the
+    # interval shown excludes 0 exactly then
     families: dict[tuple, list[int]] = {}
     for i, c in enumerate(comparisons):
         families.setdefault((c["table"], c["metric"]), []).append(i)
@@ -172,6 +176,7 @@ def test_every_comparison_has_a_verdict_sentence_that_agrees(pair):
             found = corrected < ALPHA and not c["ci_low"] <= 0 <= c["ci_high"]
             higher = "a" if (c["delta"] > 0) == (c["direction"] == "a-b") else "b"
             assert c["verdict"] == (f"{higher} better" if found else "no difference detected"), c
+            assert (c["ci_low"] > 0 or c["ci_high"] < 0) == found, c
 
 
 def test_each_comparison_is_recomputed_from_the_logged_samples(pair):
@@ -197,5 +202,6 @@ def test_each_comparison_is_recomputed_from_the_logged_samples(pair):
         assert c["p"] == pytest.approx(_sign_flip_p(key, xa, xb, resamples, seed), abs=1e-12), key
         if key != "rouge_geo":  # a mean: SE = sd of the per-document differences / sqrt(n)
             d = np.array([x[key] - y[key] for x, y in zip(xa, xb)])
-            mdd = (stats.t.ppf(1 - ALPHA / 2, DOCS - 1) + stats.t.ppf(0.8, DOCS - 1)) * d.std(ddof=1) / DOCS ** 0.5
+            level = ALPHA / c["family_size"]  # the family's level: Bonferroni over its comparisons
+            mdd = (stats.t.ppf(1 - level / 2, DOCS - 1) + stats.t.ppf(0.8, DOCS - 1)) * d.std(ddof=1) / DOCS ** 0.5
             assert c["min_detectable_delta"] == pytest.approx(mdd, rel=1e-9), key

@@ -140,3 +140,32 @@ def test_smallest_p_of_each_test():
     assert smallest_p(paired_permutation_test([0.1, 0.2, 0.3], [0.0, 0.0, 0.0])) == 0.25  # 2 of 2^3 patterns
     assert smallest_p(PairedResult(0.1, 0.5, 40, 999, False, "permutation")) == pytest.approx(2 / 1000)
     assert smallest_p(PairedResult(0.1, 0.5, 40, 999, False, "bootstrap")) == 0.0
+
+
+def test_a_standard_error_at_the_level_of_rounding_is_zero_and_gives_no_detectable_difference():
+    """Scores 0.1 apart on every document differ in their last bits (0.1 and 0.09999999999999998):
+    an SD of 1e-17 is rounding, not spread, so the SE is 0 and no minimum detectable difference
+    is given; nor at 2 documents, whatever their spread."""
+    from custom_metrics.analysis.stats.significance import (min_detectable_difference, no_detectable_difference,
+                                                            paired_resamples)
+
+    a = [0.3, 0.7, 0.9, 0.6]
+    b = [x - 0.1 for x in a]
+    assert np.std(np.asarray(a) - np.asarray(b), ddof=1) > 0
+    dist, se = paired_resamples(a, b, "mean", n_boot=50, seed=1)
+    assert se == 0.0 and len(dist) == 50 and np.allclose(dist, 0.1)
+    assert no_detectable_difference(se, 4) == ("the differences have no spread (every document differs by the "
+                                               "same amount)")
+    assert math.isnan(min_detectable_difference(se, 4))
+    # a corpus statistic whose resampled differences are all the same: the same rule
+    geo = registry.key("rouge_geo").corpus
+    stat = lambda items: geo(items, registry.Context())  # noqa: E731
+    _, se = paired_resamples([[x, x, x] for x in a], [[x - 0.1, 0.2, 0.3] for x in a], stat, n_boot=50, seed=1)
+    assert se > 1e-3  # the geometric mean of one shifted mean is not a shift: real spread stays
+    _, se = paired_resamples([[0.5, 0.5, 0.5]] * 4, [[0.4, 0.4, 0.4]] * 4, stat, n_boot=50, seed=1)
+    assert se == 0.0
+    # two documents with real spread: none either (one degree of freedom)
+    _, se2 = paired_resamples([0.9, 0.1], [0.2, 0.3], "mean", n_boot=0)
+    assert se2 == pytest.approx(np.std([0.7, -0.2], ddof=1) / math.sqrt(2))
+    assert no_detectable_difference(se2, 2) == "fewer than 3 documents (2)"
+    assert math.isnan(min_detectable_difference(se2, 2))

@@ -31,16 +31,24 @@ Both take per-document values as lists; ``statistic`` is ``"mean"``, ``"nanmean"
 
 What a comparison needs besides the test, so that a verdict can be stated with its power:
 
-* :func:`paired_interval`: the percentile bootstrap interval of ``S(A) - S(B)``,
-  resampling documents with the same indices on both sides (the resampling rule of
-  :mod:`.bootstrap`), and the standard error of the difference;
+* :func:`paired_resamples`: ``S(A) - S(B)`` over bootstrap resamples of documents drawn
+  with the same indices on both sides (the resampling rule of :mod:`.bootstrap`), and the
+  standard error of the difference, 0 when it is at the level of rounding (every
+  document differs by the same amount: two floats that should be equal differ in their
+  last bits, and an SE of 1e-17 would claim a difference of 1e-14 detectable); its
+  percentile interval at any level is :func:`.bootstrap.percentile_interval` of those
+  resamples (:func:`paired_interval` at one level);
 * :func:`min_detectable_difference`: the smallest true difference a two-sided test at
   ``alpha`` finds with probability ``power`` at this n, the paired t-test's
   ``(t_{1-alpha/2, n-1} + t_{power, n-1}) * SE``, with ``SE = sd(d) / sqrt(n)`` of the
   per-document differences ``d`` for a mean (for a corpus statistic, the paired
   bootstrap's standard deviation of the difference). The t quantiles, not the normal
   ones, because reports often compare a handful of documents, where the normal
-  approximation understates the difference that can be found;
+  approximation understates the difference that can be found. None below
+  :data:`MDD_MIN_N` documents or when the differences have no spread
+  (:func:`no_detectable_difference` says which): at n = 2 the SD has one degree of
+  freedom and ``t_{0.975, 1}`` is 12.7, and an SE of 0 gives a "detectable" difference
+  of 0 that no test at that n could find;
 * :func:`smallest_p`: the smallest p-value the test can give at all (an exact
   permutation test over 3 documents has 8 swap patterns: p >= 0.25, so no difference is
   ever found, however large);
@@ -63,8 +71,11 @@ import numpy as np
 from custom_metrics.analysis.stats.bootstrap import bootstrap_distribution, percentile_interval, resample_indices
 
 Statistic = str | Callable[[list[Any]], float]
-#: relative to the largest null value: differences smaller than this count as ties
+#: relative to the largest null value: differences smaller than this count as ties (and a
+#: standard error smaller than this times the largest score is rounding, not spread)
 TIE_TOLERANCE = 1e-9
+#: fewest documents a minimum detectable difference is given for (module docstring)
+MDD_MIN_N = 3
 #: swap patterns enumerated at once in the exact test and drawn at once otherwise
 BLOCK = 4096
 
@@ -207,36 +218,67 @@ def paired_bootstrap_test(a: Sequence[Any], b: Sequence[Any], statistic: Statist
 TESTS = {"permutation": paired_permutation_test, "bootstrap": paired_bootstrap_test}
 
 
-def paired_interval(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = "mean", n_boot: int = 1000,
-                    seed: int = 1234, alpha: float = 0.05) -> tuple[float, float, float]:
-    """``(low, high, SE)`` of ``S(a) - S(b)``: the percentile interval over ``n_boot`` paired
-    resamples of documents, and the difference's standard error (``sd(a - b) / sqrt(n)``
-    for a mean; the resampled differences' standard deviation for a corpus statistic).
+def paired_resamples(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = "mean", n_boot: int = 1000,
+                     seed: int = 1234) -> tuple[np.ndarray, float]:
+    """``(resampled S(a) - S(b), SE)``: the difference over ``n_boot`` paired resamples of
+    documents, and its standard error (``sd(a - b) / sqrt(n)`` for a mean; the resampled
+    differences' standard deviation for a corpus statistic).
 
     Both sides are resampled with one seed, so each resample draws the same documents on
-    both (:func:`.bootstrap.resample_indices`). ``n_boot`` 0: no interval (NaN), SE kept.
+    both (:func:`.bootstrap.resample_indices`). ``n_boot`` 0: no resamples, SE kept for a
+    mean. An SE at most :data:`TIE_TOLERANCE` times the largest score is returned as 0:
+    the differences have no spread, only rounding.
     """
     n = _check(a, b)
     if n == 0:
-        return math.nan, math.nan, math.nan
+        return np.empty(0), math.nan
     mean = statistic == "mean" and not callable(statistic)
-    se = math.nan
+    se, scale = math.nan, 0.0
     if mean and n > 1:
-        se = float(np.std(np.asarray(a, dtype=float) - np.asarray(b, dtype=float), ddof=1) / math.sqrt(n))
+        xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        se = float(np.std(xa - xb, ddof=1) / math.sqrt(n))
+        scale = float(max(np.max(np.abs(xa)), np.max(np.abs(xb))))
     if n_boot <= 0:
-        return math.nan, math.nan, se
-    dist = bootstrap_distribution(list(a), statistic, n_boot, seed) - bootstrap_distribution(list(b), statistic,
-                                                                                              n_boot, seed)
-    low, high = percentile_interval(dist, alpha)
+        return np.empty(0), _no_rounding(se, scale)
+    sa, sb = bootstrap_distribution(list(a), statistic, n_boot, seed), bootstrap_distribution(list(b), statistic,
+                                                                                               n_boot, seed)
+    dist = sa - sb
     if not mean:
-        finite = dist[~np.isnan(dist)]
-        se = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
+        finite = ~np.isnan(dist)
+        se = float(np.std(dist[finite], ddof=1)) if finite.sum() > 1 else math.nan
+        scale = float(max(np.max(np.abs(sa[finite]), initial=0.0), np.max(np.abs(sb[finite]), initial=0.0)))
+    return dist, _no_rounding(se, scale)
+
+
+def _no_rounding(se: float, scale: float) -> float:
+    return 0.0 if math.isfinite(se) and se <= TIE_TOLERANCE * scale else se
+
+
+def paired_interval(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = "mean", n_boot: int = 1000,
+                    seed: int = 1234, alpha: float = 0.05) -> tuple[float, float, float]:
+    """``(low, high, SE)`` of ``S(a) - S(b)``: the ``1 - alpha`` percentile interval of
+    :func:`paired_resamples` (NaN without resamples) and its SE."""
+    dist, se = paired_resamples(a, b, statistic, n_boot, seed)
+    low, high = percentile_interval(dist, alpha)
     return low, high, se
 
 
+def no_detectable_difference(se: float, n: int) -> str | None:
+    """Why no minimum detectable difference can be given at ``n`` documents with this SE
+    (None: it can)."""
+    if n < MDD_MIN_N:
+        return f"fewer than {MDD_MIN_N} documents ({n})"
+    if not math.isfinite(se):
+        return "no standard error of the difference (no resample gave a number)"
+    if se == 0:
+        return "the differences have no spread (every document differs by the same amount)"
+    return None
+
+
 def min_detectable_difference(se: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    """``(t_{1-alpha/2, n-1} + t_{power, n-1}) * se`` (module docstring); NaN below 2 documents."""
-    if n < 2 or not math.isfinite(se):
+    """``(t_{1-alpha/2, n-1} + t_{power, n-1}) * se`` (module docstring); NaN where
+    :func:`no_detectable_difference` gives a reason."""
+    if no_detectable_difference(se, n) is not None:
         return math.nan
     from scipy import stats as sps
 
@@ -264,5 +306,5 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-__all__ = ["PairedResult", "TESTS", "holm", "min_detectable_difference", "paired_bootstrap_test", "paired_interval",
-           "paired_permutation_test", "smallest_p"]
+__all__ = ["MDD_MIN_N", "PairedResult", "TESTS", "holm", "min_detectable_difference", "no_detectable_difference",
+           "paired_bootstrap_test", "paired_interval", "paired_permutation_test", "paired_resamples", "smallest_p"]
