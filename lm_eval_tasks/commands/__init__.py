@@ -103,7 +103,7 @@ class _IncludePath(argparse.Action):
         try:
             register_folders([value])
         except SuiteError as exc:
-            raise SystemExit(f"{parser.prog}: error: {exc}") from None
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
         setattr(namespace, self.dest, [*getattr(namespace, self.dest), value])
 
 

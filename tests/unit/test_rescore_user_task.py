@@ -147,3 +147,11 @@ def test_beside_its_results_file_the_runs_record_applies_without_the_folder(user
                                             "kept_from_flags": {}}
     assert "settings_from_task_yaml" not in summary
     assert (summary["benchmark"], summary["domain"]) == ("own", "harbour")
+
+
+def test_an_include_path_that_is_no_folder_is_one_line(user_task, tmp_path, capsys):
+    _, samples, _ = user_task
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["rescore", str(samples), "--include_path", str(tmp_path / "nowhere")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"domsum rescore: error: include path {tmp_path / 'nowhere'} is not a folder\n"
