@@ -75,7 +75,8 @@ def recorded_settings(samples: Path, task: str | None) -> tuple[Path | None, dic
     out = {key: entry["value"] for key, entry in (meta.get("settings_used") or {}).items()
            if isinstance(entry, dict) and entry.get("value") is not None}
     out.update({setting: meta[key] for key, setting in used().items() if meta.get(key) is not None})
-    return (path, scoring_only(out)) if scoring_only(out) else (None, {})
+    out = scoring_only(out)
+    return (path, out) if out else (None, {})
 
 
 def scoring_only(found: dict[str, Any]) -> dict[str, Any]:
