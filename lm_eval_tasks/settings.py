@@ -263,7 +263,8 @@ def _rows() -> list[Setting]:
           "`domsum token-shift` positions scored: `paper` (default; every summary position, as AdaptEval "
           "Section 4 describes) or `release` (the release's part-of-speech selection: the nouns, adjectives "
           "and verbs NLTK's tagger finds, by the release's word indices; needs NLTK's "
-          "`averaged_perceptron_tagger_eng` data). Domain-vocabulary positions are reported beside either.",
+          "`averaged_perceptron_tagger_eng` data): the positions of the `*_all_positions` statistics; the "
+          "plain `kl`, `shift_rate` are over the domain-vocabulary positions either way.",
           "analysis", choices=("paper", "release")),
         S("token_shift_samples", "DOMSUM_TOKEN_SHIFT_SAMPLES", _int, 10,
           "`domsum token-shift` documents drawn (seeded by `sample_seed`, file order kept) and averaged: "

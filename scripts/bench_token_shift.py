@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from custom_metrics.analysis.token_shift import position_shift, summarize_shift
+    from custom_metrics.analysis.token_shift import ALL_POSITIONS, position_shift, summarize_shift
     from lm_eval_tasks.tiny_models import BASE_TEXT, build_causal_lm
     from custom_metrics.analysis.shift_models import Runner
 
@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                 diff = max(diff, (torch.log_softmax(f, -1) - torch.log_softmax(s, -1)).abs().max().item())
             a = summarize_shift(*position_shift(fb, fa)[:2])
             b = summarize_shift(*position_shift(sb, sa)[:2])
-            same_stats &= (a["shifted"], a["marginal"]) == (b["shifted"], b["marginal"]) and \
-                abs(a["kl"] - b["kl"]) < 1e-4
+            shifted, marginal, kl = (f"{k}{ALL_POSITIONS}" for k in ("shifted", "marginal", "kl"))  # no vocabulary
+            same_stats &= (a[shifted], a[marginal]) == (b[shifted], b[marginal]) and abs(a[kl] - b[kl]) < 1e-4
 
     n = len(docs)
     print(f"model: {'tiny GPT-2' if not args.model else args.model} ({n_params / 1e6:.2f} M parameters), "

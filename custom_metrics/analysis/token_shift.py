@@ -16,9 +16,12 @@ same token ids are compared:
   tokenizer that is the same). Top-k is taken with ``torch.topk`` on both sides, so
   ties are broken identically and identical distributions give 0 % shift.
 
-Every statistic is reported over the *selected* summary positions and over
-*domain-vocabulary positions*: a position counts when the word its token begins is in
-the domain vocabulary (:func:`domain_word_mask`). Words are those of the DVO tokenizer
+Every statistic is reported over *domain-vocabulary positions*, under its plain name
+(``kl``, ``shift_rate``, ...: the paper's statistic, "the token shift rate of those
+tokens in the vocabulary domain", Section 4), and over all the *selected* summary
+positions under the same name with :data:`ALL_POSITIONS` appended (``kl_all_positions``,
+``shift_rate_all_positions``, ...). A position is a domain-vocabulary one when the word
+its token begins is in the domain vocabulary (:func:`domain_word_mask`). Words are those of the DVO tokenizer
 (:func:`custom_metrics.tokenize.word_tokenize`, lowercased), mapped to model tokens
 through the tokenizer's character offsets: the token that covers a word's first
 character *begins* that word. (The release instead picks whitespace words found in
@@ -57,9 +60,12 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "ALL_POSITIONS",
     "CATEGORY_NAMES",
     "MARGINAL",
     "SHIFTED",
+    "TABLE4_UNITS",
+    "UNITS",
     "UNSHIFTED",
     "aggregate_shift",
     "domain_word_mask",
@@ -67,6 +73,7 @@ __all__ = [
     "release_pos_mask",
     "release_pos_word_indices",
     "summarize_shift",
+    "units",
     "word_spans",
 ]
 
@@ -74,10 +81,42 @@ UNSHIFTED, MARGINAL, SHIFTED = 0, 1, 2
 CATEGORY_NAMES = ("unshifted", "marginal", "shifted")
 BASE_TOP_K = 3
 STAT_KEYS = ("kl", "shift_rate", "marginal_rate", "unshifted_rate")
+#: the suffix of the statistics over every selected summary position (no suffix: the
+#: domain-vocabulary positions, the paper's)
+ALL_POSITIONS = "_all_positions"
+#: the unit of each statistic, as the outputs state it
+UNITS = {
+    "kl": "nats per position: KL(P_base || P_adapted) with the natural logarithm at each position, "
+          "averaged over a document's positions, then over documents",
+    "shift_rate": "percent of positions whose adapted top-1 token is not in the base top-3",
+    "marginal_rate": "percent of positions whose adapted top-1 token is in the base top-3 but not its top-1",
+    "unshifted_rate": "percent of positions whose adapted top-1 token is the base top-1",
+}
 #: the release's part-of-speech classes, as Penn tag prefixes in its order: nouns, adjectives, verbs
 RELEASE_POS_PREFIXES = ("N", "J", "V")
 #: the NLTK data ``nltk.pos_tag`` loads (NLTK >= 3.9)
 TAGGER_RESOURCE = "averaged_perceptron_tagger_eng"
+
+#: how AdaptEval Table 4's KL and shift rate may differ in unit from the statistics here: what
+#: the paper and its release say, and no more (the paper names no unit for its KL)
+TABLE4_UNITS = (
+    "AdaptEval Table 4 reports 'KL divergence and Token Shift Rate (%) calculated over 10 samples' and Section 4 "
+    "'KL-divergence scores and the token shift rate of those tokens in the vocabulary domain'; the paper states "
+    "neither the logarithm base of its KL nor whether a document's KL is summed or averaged over its positions, "
+    "so its KL values (0.18 to 21.49) may be on another scale than kl here (the mean over a document's "
+    "domain-vocabulary positions of the per-position KL in nats, then over documents). Its release's scripts "
+    "(token_dist_shift_*.py) average the per-position natural-log KL (scipy.special.kl_div summed over the "
+    "vocabulary) over the positions they evaluate, and give the shift rate as a fraction; Table 4 and shift_rate "
+    "here are percentages."
+)
+
+
+def units(positions: str) -> dict[str, str]:
+    """Each statistic's unit and the positions it is over, as the result states them."""
+    where = {"": "over the domain-vocabulary positions (AdaptEval Section 4's)",
+             ALL_POSITIONS: "over every summary position" if positions == "paper" else
+             "over the release's part-of-speech positions (token_shift_positions=release)"}
+    return {f"{k}{sfx}": f"{UNITS[k]}; {text}" for sfx, text in where.items() for k in STAT_KEYS}
 
 
 class TaggerMissing(SuiteError, LookupError):
@@ -272,13 +311,14 @@ def _rates(kl: Sequence[float], cat: Sequence[int], suffix: str) -> dict[str, An
 def summarize_shift(kl: torch.Tensor | Sequence[float], category: torch.Tensor | Sequence[int],
                     vocab_mask: Sequence[bool] | None = None,
                     selected: Sequence[bool] | None = None) -> dict[str, Any]:
-    """One document's statistics over the selected positions and over vocabulary positions.
+    """One document's statistics over domain-vocabulary positions and over all selected positions.
 
-    Keys: ``positions``, ``kl`` (mean KL, nats), ``shift_rate``, ``marginal_rate``,
-    ``unshifted_rate`` (percent), the counts ``shifted``/``marginal``/``unshifted`` and
-    ``kl_sum`` (for pooling), over the positions whose ``selected`` is true (every one
-    when None), and the same with a ``_vocab`` suffix over positions whose ``vocab_mask``
-    is true (None when there is no such position, or no mask).
+    Keys: ``positions``, ``kl`` (mean KL, nats per position), ``shift_rate``,
+    ``marginal_rate``, ``unshifted_rate`` (percent), the counts
+    ``shifted``/``marginal``/``unshifted`` and ``kl_sum`` (for pooling), over the
+    positions whose ``vocab_mask`` is true (None when there is no such position, or no
+    mask); and the same with the :data:`ALL_POSITIONS` suffix over the positions whose
+    ``selected`` is true (every one when None).
     """
     kl_list = [float(x) for x in (kl.tolist() if hasattr(kl, "tolist") else kl)]
     cat_list = [int(x) for x in (category.tolist() if hasattr(category, "tolist") else category)]
@@ -286,16 +326,15 @@ def summarize_shift(kl: torch.Tensor | Sequence[float], category: torch.Tensor |
         raise ValueError("kl and category must have one value per position")
     if selected is not None and len(selected) != len(cat_list):
         raise ValueError(f"selected has {len(selected)} entries for {len(cat_list)} positions")
-    chosen = range(len(cat_list)) if selected is None else [i for i, m in enumerate(selected) if m]
-    out = _rates([kl_list[i] for i in chosen], [cat_list[i] for i in chosen], "")
     if vocab_mask is None:
-        out.update({f"{k}_vocab": None for k in STAT_KEYS})
-        out.update({"positions_vocab": None})
+        out: dict[str, Any] = {k: None for k in ("positions", *STAT_KEYS)}
     else:
         if len(vocab_mask) != len(cat_list):
             raise ValueError(f"vocab_mask has {len(vocab_mask)} entries for {len(cat_list)} positions")
         sel = [i for i, m in enumerate(vocab_mask) if m]
-        out.update(_rates([kl_list[i] for i in sel], [cat_list[i] for i in sel], "_vocab"))
+        out = _rates([kl_list[i] for i in sel], [cat_list[i] for i in sel], "")
+    chosen = range(len(cat_list)) if selected is None else [i for i, m in enumerate(selected) if m]
+    out.update(_rates([kl_list[i] for i in chosen], [cat_list[i] for i in chosen], ALL_POSITIONS))
     return out
 
 
@@ -304,12 +343,13 @@ def aggregate_shift(documents: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Top level: the mean over documents (each document weighs the same, as the release
     averages per-sample scores; documents without such positions are left out), plus
-    ``documents``, ``positions`` and ``positions_vocab`` totals. ``pooled``: every
-    position of every document weighs the same (sums of counts and KL).
+    ``documents``, ``positions`` (domain-vocabulary) and ``positions_all_positions``
+    totals. ``pooled``: every position of every document weighs the same (sums of counts
+    and KL).
     """
     out: dict[str, Any] = {"documents": len(documents)}
     pooled: dict[str, Any] = {}
-    for suffix in ("", "_vocab"):
+    for suffix in ("", ALL_POSITIONS):
         docs = [d for d in documents if d.get(f"positions{suffix}")]
         out[f"documents_with_positions{suffix}"] = len(docs)
         for key in STAT_KEYS:

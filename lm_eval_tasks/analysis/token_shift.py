@@ -26,12 +26,13 @@ prompt + summary gives the next-token distribution at every summary position
 projected to the vocabulary). The release instead re-runs the model on every prefix,
 which ``scripts/bench_token_shift.py`` compares.
 
-Per document and overall (see :mod:`custom_metrics.analysis.token_shift` for the formulas):
-``kl`` = mean KL(base || adapted) in nats; ``shift_rate`` = % of positions whose
-adapted top-1 token is not in the base top-3; ``marginal_rate`` (in the base top-3 but
-not its top-1); ``unshifted_rate``; each also over domain-vocabulary positions
-(``*_vocab``: the token begins a word of the domain vocabulary, found with the
-tokenizer's offsets). Overall = mean over documents; ``pooled`` = over all positions.
+Per document and overall (formulas: :mod:`custom_metrics.analysis.token_shift`), over the
+tokens that begin a domain-vocabulary word (AdaptEval Section 4's "tokens in the vocabulary
+domain"): ``kl`` = mean KL(base || adapted), nats per position; ``shift_rate`` = % whose
+adapted top-1 is not in the base top-3; ``marginal_rate`` (in it, not its top-1);
+``unshifted_rate``; the same over every selected position as ``*_all_positions`` (the only
+ones with ``--no-vocab``). Overall = mean over documents; ``pooled`` = over positions.
+``units`` states each unit; ``published_comparison`` what Table 4 leaves unstated.
 
 The paper's protocol (settings, ``--positions``/``--samples``/``--seed`` or
 metadata > environment > default): ``token_shift_samples`` documents (default 10, the
@@ -91,12 +92,16 @@ from custom_metrics.analysis.shift_models import (
     resolve_dtype,
 )
 from custom_metrics.analysis.token_shift import (
+    ALL_POSITIONS,
     SHIFTED,
+    STAT_KEYS,
+    TABLE4_UNITS,
     aggregate_shift,
     domain_word_mask,
     position_shift,
     release_pos_mask,
     summarize_shift,
+    units,
 )
 from lm_eval_tasks.data.loader import json_lines, seeded_sample
 from lm_eval_tasks.results import first_text, task_from_samples_name
@@ -106,16 +111,12 @@ DEFAULT_TURN_MARKER = "Proceed to summarize the following text."
 SUMMARY_SOURCES = ("generated", "filtered", "reference")
 CSV_COLUMNS = (
     "doc_id", "prompt_tokens_base", "prompt_tokens_adapted", "summary_tokens", "truncated",
-    "positions_dropped", "positions", "kl", "shift_rate", "marginal_rate", "unshifted_rate",
-    "positions_vocab", "kl_vocab", "shift_rate_vocab", "marginal_rate_vocab",
-    "unshifted_rate_vocab",
+    "positions_dropped", *(f"{k}{sfx}" for sfx in ("", ALL_POSITIONS) for k in ("positions", *STAT_KEYS)),
 )
-
 __all__ = ["CSV_COLUMNS", "DEFAULT_TURN_MARKER", "SUMMARY_SOURCES", "FlagError", "ModelSpec", "SamplesError",
-           "ShiftConfig", "config_from_flags", "flag_vocabulary", "run_shift",
-           "TokenizerMismatchError", "compute_shift", "format_summary", "index_prompts", "iter_samples",
-           "sample_prompt", "sample_summary", "task_vocabulary",
-           "write_result", "zero_shot_from_last_turn"]
+           "ShiftConfig", "config_from_flags", "flag_vocabulary", "run_shift", "TokenizerMismatchError",
+           "compute_shift", "format_summary", "index_prompts", "iter_samples", "sample_prompt", "sample_summary",
+           "task_vocabulary", "write_result", "zero_shot_from_last_turn"]
 
 
 class SamplesError(SuiteError, ValueError):
@@ -408,6 +409,8 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
                    "adapted_label": adapted_spec.label() + (" [samples prompt]" if cfg.mode == "prompt" else "")})
     return {
         "config": config,
+        "units": units(positions),
+        "published_comparison": TABLE4_UNITS,
         "overall": overall,
         "top_shifted_tokens": [[tok.convert_ids_to_tokens(int(t)), n]
                                for t, n in shifted_tokens.most_common(top_tokens)],
@@ -469,10 +472,11 @@ def run_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None, csv_path: str 
 
 
 def write_result(result: dict[str, Any], path: str | Path) -> None:
-    """The whole result (config, overall, top shifted tokens, per-document rows) as JSON."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2, ensure_ascii=False, default=str)
+    """The whole result (config, units, overall, top shifted tokens, per-document rows) as JSON,
+    through the suite's one writer (whole or not at all)."""
+    from lm_eval_tasks.outputs import write_atomically
+
+    write_atomically(Path(path), json.dumps(result, indent=2, ensure_ascii=False, default=str))
 
 
 def _fmt(x: Any) -> str:
@@ -480,16 +484,17 @@ def _fmt(x: Any) -> str:
 
 
 def format_summary(result: dict[str, Any]) -> str:
-    """The console summary: the two settings, the counts and the four statistics overall
-    and at domain-vocabulary positions."""
+    """The console summary: settings, counts, the statistics at domain words (the paper's) and at all positions."""
     o, c = result["overall"], result["config"]
     lines = [f"{c['base_label']}  ->  {c['adapted_label']}",
              f"{o['documents']} of {c['documents_available']} documents (seed {c['seed']}), "
-             f"{o['positions']} {c['positions']} summary positions "
-             f"({o['positions_vocab']} at domain words), {o['forward_passes']} forward passes, "
+             f"{o['positions' + ALL_POSITIONS]} {c['positions']} summary positions "
+             f"({o['positions']} at domain words), {o['forward_passes']} forward passes, "
              f"{o['seconds']:.1f} s",
-             f"{'':14}{'KL (nats)':>10}{'shift %':>10}{'marginal %':>12}{'unshifted %':>13}"]
-    for label, sfx in (("all", ""), ("domain words", "_vocab")):
+             f"{'':14}{'KL':>10}{'shift %':>10}{'marginal %':>12}{'unshifted %':>13}"]
+    for label, sfx in (("domain words", ""), ("all positions", ALL_POSITIONS)):
         lines.append(f"{label:14}{_fmt(o['kl' + sfx]):>10}{_fmt(o['shift_rate' + sfx]):>10}"
                      f"{_fmt(o['marginal_rate' + sfx]):>12}{_fmt(o['unshifted_rate' + sfx]):>13}")
+    lines.append("KL in nats per position (mean over positions, then documents); AdaptEval Table 4 states no "
+                 "unit for its KL (the result's published_comparison)")
     return "\n".join(lines)

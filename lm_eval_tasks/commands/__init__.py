@@ -93,16 +93,25 @@ def parse_metadata(text: str | None, command: str) -> dict[str, Any]:
     return value
 
 
-def register_include_paths(folders: list[str] | tuple[str, ...], command: str) -> None:
-    """Put the user domains of ``--include_path`` folders into the catalogue (one line and
-    exit status 2 for a folder or YAML that cannot be read)."""
-    from custom_metrics.errors import SuiteError
-    from lm_eval_tasks.benchmarks.own import register_folders
+class _IncludePath(argparse.Action):
+    """Each folder given joins the catalogue as it is read (a bad folder or YAML: one line, status 2)."""
 
-    try:
-        register_folders(folders)
-    except SuiteError as exc:
-        raise SystemExit(f"{command}: error: {exc}") from None
+    def __call__(self, parser, namespace, value, option_string=None) -> None:
+        from custom_metrics.errors import SuiteError
+        from lm_eval_tasks.benchmarks.own import register_folders
+
+        try:
+            register_folders([value])
+        except SuiteError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), value])
+
+
+def add_include_path(ap: argparse.ArgumentParser) -> None:
+    """``--include_path FOLDER`` as ``lm_eval``'s: a folder of task YAMLs (your own, ``domsum new-task``)."""
+    ap.add_argument("--include-path", "--include_path", dest="include_path", action=_IncludePath, default=[],
+                    metavar="FOLDER", help="a folder of your own task YAMLs (domsum new-task), as lm_eval's "
+                                           "--include_path; repeatable (also $DOMSUM_INCLUDE_PATH)")
 
 
 def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, Any]:
@@ -111,4 +120,4 @@ def with_flags(metadata: Mapping[str, Any] | None, **flags: Any) -> dict[str, An
     return {**dict(metadata or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
-__all__ = ["COMMANDS", "FLAG_ALIASES", "build_parser", "parse_metadata", "register_include_paths", "with_flags"]
+__all__ = ["COMMANDS", "FLAG_ALIASES", "add_include_path", "build_parser", "parse_metadata", "with_flags"]

@@ -17,7 +17,7 @@ from custom_metrics.outputs import claimed_folder
 from custom_metrics.analysis.measures import PROFILE_TOKENIZERS, PROFILES
 from custom_metrics.tokenize import TOKENIZERS
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import register_include_paths
+from lm_eval_tasks.commands import add_include_path
 from lm_eval_tasks.analysis.domain_stats import (
     GROUP_BY,
     LEVELS,
@@ -37,8 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--benchmark", choices=catalog.ALL_BENCHMARKS,
                     help="suite benchmark, or own: the domains of your task folders (--include_path)")
-    ap.add_argument("--include-path", "--include_path", dest="include_path", action="append", default=[],
-                    metavar="FOLDER", help="a folder of your own task YAMLs (domsum new-task); repeatable")
+    add_include_path(ap)
     sel = ap.add_mutually_exclusive_group()
     sel.add_argument("--subsets", "--subset", dest="subsets", help="comma-separated subsets (domains)")
     sel.add_argument("--level", choices=[*LEVELS, "all"],
@@ -84,7 +83,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--synthetic-pool", "--synthetic_pool", dest="synthetic_pool", type=int,
                     default=10_000, help="distinct synthetic pairs, cycled up to N")
     args = ap.parse_args(argv)
-    register_include_paths(args.include_path, "domsum domain-stats")
     if args.benchmark is None:
         args.benchmark = catalog.USER_BENCHMARK if args.include_path else "domainsum"
     args.data_dir = resolve({"data_dir": args.data_dir}, "data_dir")

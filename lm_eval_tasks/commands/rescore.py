@@ -2,12 +2,7 @@
 
 Flags in, settings resolved (flags over ``--metadata`` over the environment), then
 :func:`lm_eval_tasks.rescoring.rescore`; what each input is, which metrics run and what
-is written is described in :mod:`lm_eval_tasks.rescoring`.
-
-    domsum rescore out/model/samples_adapteval_pubmed_*.jsonl \\
-        --metrics rouge,dvo,judge --judge-model gpt-4o-mini --vocab-dir ~/vocab
-    domsum rescore release/pubmed_predictions.csv --task adapteval_pubmed --metrics rouge \\
-        --out out/rescored
+is written is described, with examples, in :mod:`lm_eval_tasks.rescoring`.
 """
 
 from __future__ import annotations
@@ -19,7 +14,7 @@ from pathlib import Path
 
 from custom_metrics import registry
 from custom_metrics.outputs import OutputError
-from lm_eval_tasks.commands import parse_metadata, with_flags
+from lm_eval_tasks.commands import add_include_path, parse_metadata, with_flags
 from lm_eval_tasks.rescoring import Options, ScoreError, rescore, summary_text
 from lm_eval_tasks.results import ResultsError
 from lm_eval_tasks.settings import SettingError
@@ -36,8 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="comma list of metric families (" + ", ".join(registry.names())
                          + ") or single keys of them (e.g. rouge1, coherence, fm_vanilla, meteor); "
                            "default: the task's catalogue families")
-    ap.add_argument("--task", help="suite task the predictions are for (benchmark, domain, default metrics); "
-                                   "default: the one a samples file name names")
+    ap.add_argument("--task", help="task the predictions are for (benchmark, domain, default metrics, scoring "
+                                   "conventions); default: the one a samples file names")
+    add_include_path(ap)
     ap.add_argument("--bootstrap", type=int, default=1000,
                     help="bootstrap resamples for the 95%% intervals (0 = none; default 1000)")
     ap.add_argument("--seed", type=int, default=1234, help="bootstrap seed (default 1234)")
@@ -64,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = ap.add_argument_group("DVO")
     g.add_argument("--vocabulary", help="vocabulary file (default: VOCAB_DIR/<benchmark>/<domain>.tsv)")
     g.add_argument("--vocab-dir", help="vocabulary root (default: DOMSUM_VOCAB_DIR)")
-    g.add_argument("--benchmark", help="benchmark under the vocabulary root (default: the task's, else adapteval)")
+    g.add_argument("--benchmark", help="benchmark whose conventions and vocabulary root apply (default: the task's)")
     g = ap.add_argument_group("judge (each falls back to the environment, as in the tasks)")
     g.add_argument("--judge-model", help="judge model (DOMSUM_JUDGE_MODEL)")
     g.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)")

@@ -12,7 +12,7 @@ import argparse
 import json
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.commands import register_include_paths
+from lm_eval_tasks.commands import add_include_path
 
 COLUMNS = ("task", "benchmark", "subset", "level", "shots", "variant", "families")
 
@@ -36,13 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="domsum tasks", description=__doc__.split("\n\n")[0])
     ap.add_argument("--benchmark", choices=catalog.ALL_BENCHMARKS,
                     help="only this benchmark's tasks and groups (own: your task folders')")
-    ap.add_argument("--include-path", "--include_path", dest="include_path", action="append", default=[],
-                    metavar="FOLDER", help="a folder of your own task YAMLs (domsum new-task); repeatable")
+    add_include_path(ap)
     ap.add_argument("--json", action="store_true", help="JSON instead of a table")
     ap.add_argument("--write-yaml", action="store_true",
                     help="regenerate every task folder's YAMLs from the catalogue, then list")
     args = ap.parse_args(argv)
-    register_include_paths(args.include_path, "domsum tasks")
     if args.write_yaml:
         written = catalog.write_yamls()
         print(f"wrote {len(written)} YAML files under {catalog.TASKS_DIR}")

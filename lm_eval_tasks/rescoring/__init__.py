@@ -62,11 +62,14 @@ Progress bars (one per family: ROUGE and DVO per document, BERTScore per encoder
 judge requests) go to stderr; ``--no-progress`` or ``DOMSUM_PROGRESS=0`` turns them off.
 
 The task is looked up in the task catalogue for its benchmark and domain
-(``--benchmark`` / ``--domain`` override them). A table of predictions with neither
-``--task`` nor ``--benchmark`` is refused: the benchmarks' ROUGE conventions differ and
-none is guessed. Every setting (flags, then ``--metadata``, then for a samples file the
-settings its run recorded (:mod:`~lm_eval_tasks.rescoring.recorded`), then the
-environment) is resolved by :mod:`lm_eval_tasks.settings`, as in a harness run.
+(``--benchmark`` / ``--domain`` override them); a task of the user's own is found through
+``--include_path FOLDER`` (as lm_eval's: a folder of task YAMLs) or
+``$DOMSUM_INCLUDE_PATH``, or from the results file of its run. An input whose task is
+none of these, with no ``--benchmark``, is refused in one line asking for the task: the
+benchmarks' ROUGE conventions differ and none is guessed. Every setting (flags, then
+``--metadata``, then the settings the run recorded in the results file beside a samples
+file, or else those a user task's YAML gives (:mod:`~lm_eval_tasks.rescoring.recorded`),
+then the environment) is resolved by :mod:`lm_eval_tasks.settings`, as in a harness run.
 """
 
 from lm_eval_tasks.rescoring.options import Options, ScoreError

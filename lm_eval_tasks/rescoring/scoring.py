@@ -22,9 +22,9 @@ from lm_eval_tasks.catalog import UnknownTask, task_target
 from lm_eval_tasks.outputs import claim, write_atomically
 from lm_eval_tasks.rescoring.inputs import DOCUMENT_COLUMNS, read_input, target_of
 from lm_eval_tasks.rescoring.options import Options, ScoreError
-from lm_eval_tasks.rescoring.recorded import recorded_settings, taken
+from lm_eval_tasks.rescoring.recorded import recorded_settings, taken, task_yaml_settings
 from lm_eval_tasks.rescoring.selection import (family_context, parse_metrics, preflight, reads_document,
-                                               task_selection)
+                                               task_selection, user_vocabulary)
 from lm_eval_tasks.results import Sample, task_from_samples_name, task_of_samples
 
 log = logging.getLogger("rescore")
@@ -92,6 +92,23 @@ def agreement(samples: list[Sample], per_sample: list[dict]) -> dict[str, dict[s
     return out
 
 
+def unknown_task(path: Path, task: str | None, fmt: str) -> str:
+    """The one line that asks for the task of an input whose task is not known.
+
+    Why an error: the task gives the scoring conventions (ROUGE stemming, the DVO
+    vocabulary); scoring with another benchmark's would give plausible numbers of another
+    protocol, labelled as this one's.
+    """
+    if fmt != "harness":
+        return (f"{path}: a table of predictions with no --task or --benchmark; give the task (or benchmark) they "
+                f"are for, whose ROUGE stemming and tokenizer apply (none is guessed)")
+    which = (f"task {task!r} is neither a suite task nor one of a task folder given (--include_path FOLDER or "
+             f"$DOMSUM_INCLUDE_PATH), and no results file of its run is beside it" if task else
+             "the samples name no task (a harness file is samples_<task>_<timestamp>.jsonl)")
+    return (f"{path}: {which}; give --include_path FOLDER (the folder of your task's YAML) or --task NAME (the "
+            f"suite task the samples are for): the task's scoring conventions apply, none is guessed")
+
+
 def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options) -> dict:
     """Score one input with the chosen families (default: its task's); write its two outputs;
     return the summary."""
@@ -105,39 +122,45 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
     if not args.task and recorded and named and recorded != named:
         log.warning("%s: the file name says task %s, its samples say %s; scoring as %s", path, named, recorded,
                     recorded)
-    selection = explicit or task_selection(task)
     loaded = read_input(path, args, task)
+    # the run's results file first: it records the settings the run scored with, and
+    # registers the user domains it evaluated, so that their task is known below
+    results_path, kept = recorded_settings(path, task) if loaded.format == "harness" else (None, {})
+    source = {"results_file": str(results_path)} if kept else {}
+    if not kept:
+        yaml_path, kept = task_yaml_settings(task)
+        source = {"task_yaml": str(yaml_path)} if kept else {}
     samples = loaded.samples
     benchmark, domain, why = target_of(task)
-    if loaded.format != "harness" and not benchmark and not args.benchmark:
-        raise ScoreError(f"{path}: a table of predictions with no --task or --benchmark; give the task (or "
-                         f"benchmark) they are for, whose ROUGE stemming and tokenizer apply (none is guessed)")
-    from_run: dict[str, Any] = {}
-    if loaded.format == "harness":
-        results_path, recorded = recorded_settings(path, task)
-        if recorded:
-            metadata, took = taken(args.metadata, recorded)
-            args = dataclasses.replace(args, metadata=metadata)
-            from_run = {"results_file": str(results_path), "taken": took,
-                        "kept_from_flags": {k: args.metadata[k] for k in recorded if k not in took}}
+    if not benchmark and not args.benchmark:
+        raise ScoreError(unknown_task(path, task, loaded.format))
+    selection = explicit or task_selection(task)
+    adopted: dict[str, Any] = {}
+    if kept:
+        metadata, took = taken(args.metadata, kept)
+        args = dataclasses.replace(args, metadata=metadata)
+        adopted = {**source, "taken": took, "kept_from_flags": {k: args.metadata[k] for k in kept if k not in took}}
     if loaded.format != "harness" and loaded.columns.get("document") is None and reads_document(selection):
         raise ScoreError(f"{path}: {', '.join(reads_document(selection))} read the source document and no "
                          f"document column was found (looked for {', '.join(DOCUMENT_COLUMNS)}; give "
                          f"--document-column)")
-    benchmark = args.benchmark or benchmark or "adapteval"
+    benchmark = args.benchmark or benchmark
     domain = args.domain or domain
     summary: dict[str, Any] = {"samples_file": str(path), "input_format": loaded.format, "task": task,
                                "benchmark": benchmark, "domain": domain, "n_samples": len(samples),
                                "filter": samples[0].filter, "metrics": {}, "skipped": {}, "record": {},
                                "settings": {}}
-    if from_run:
-        summary["settings_from_run"] = from_run
+    if adopted:
+        summary["settings_from_run" if "results_file" in adopted else "settings_from_task_yaml"] = adopted
     if loaded.format != "harness":
         del summary["filter"]
         summary["columns"] = loaded.columns
         summary["skipped_rows"] = {"count": len(loaded.skipped_rows), "rows": loaded.skipped_rows}
     from custom_metrics.judge import JudgeStats
 
+    built = user_vocabulary(task, selection, args, benchmark)
+    if built:
+        summary["record"]["user_vocabulary"] = built
     judge_stats = JudgeStats()  # one tally for the file's judge calls: what failed and why
     contexts: dict[str, registry.Context] = {}
     unavailable: dict[str, str] = {}  # battery families whose model the preflight found missing
@@ -287,14 +310,18 @@ def summary_text(path: Path, summary: dict) -> str:
     calls = summary.get("judge_calls")
     if calls and (calls["any_unscored"] or calls["cache_locked_writes"]):
         lines.append(f"  judge: {calls['summary']}")
-    run = summary.get("settings_from_run")
-    if run:
-        lines.append(f"  settings the run recorded ({Path(run['results_file']).name}), taken: "
-                     + (", ".join(f"{k}={v}" for k, v in run["taken"].items()) or "none")
-                     + ("; given by flags instead: " + ", ".join(f"{k}={v}" for k, v in run["kept_from_flags"].items())
-                        if run["kept_from_flags"] else ""))
+    for key, what, where in (("settings_from_run", "settings the run recorded", "results_file"),
+                             ("settings_from_task_yaml", "settings of the task's YAML", "task_yaml")):
+        adopted = summary.get(key)
+        if adopted:
+            lines.append(f"  {what} ({Path(adopted[where]).name}), taken: "
+                         + (", ".join(f"{k}={v}" for k, v in adopted["taken"].items()) or "none")
+                         + ("; given by flags instead: " + ", ".join(f"{k}={v}" for k, v in
+                                                                      adopted["kept_from_flags"].items())
+                            if adopted["kept_from_flags"] else ""))
     lines.append(f"  -> {summary['outputs']['scores']}\n  -> {summary['outputs']['summary']}")
     return "\n".join(lines)
 
 
-__all__ = ["NO_JUDGE", "agreement", "check_outputs", "intervals", "output_paths", "rescore", "score_file", "summary_text"]
+__all__ = ["NO_JUDGE", "agreement", "check_outputs", "intervals", "output_paths", "rescore", "score_file", "summary_text",
+           "unknown_task"]

@@ -112,10 +112,35 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
         raise ScoreError(str(exc)) from None
 
 
+def user_vocabulary(task: str | None, selection: dict[str, list[str]], args: Options, benchmark: str) -> dict:
+    """A user domain's DVO vocabulary, built from its train split when missing or stale, as a
+    harness run of the task builds it before generating (:func:`lm_eval_tasks.data.vocab.ensure_vocabulary`);
+    what the results record (``user_vocabulary``), or ``{}`` when no chosen family reads a
+    domain vocabulary, ``--vocabulary`` names one, or the task is not a user's."""
+    needing = [name for name in selection if "vocabulary" in registry.get(name).needs]
+    if not needing or args.vocabulary or not task:
+        return {}
+    from lm_eval_tasks.catalog import lookup
+
+    try:
+        spec = lookup(task)
+    except UnknownTask:
+        return {}
+    if spec.source is None or spec.benchmark != benchmark:
+        return {}
+    from custom_metrics.errors import SuiteError
+    from lm_eval_tasks.data.vocab import ensure_vocabulary
+
+    try:
+        return ensure_vocabulary(spec, args.metadata, progress=settings.resolve(args.metadata, "progress"))
+    except SuiteError as exc:
+        raise ScoreError(f"task {task}: {', '.join(needing)} has no vocabulary: {exc}") from None
+
+
 def reads_document(selection: dict[str, list[str]]) -> list[str]:
     """The chosen keys whose family needs the source document (the judge's prompts, BLANC)."""
     return [k for name, keys in selection.items() for k in keys if "document" in registry.get(name).needs]
 
 
 __all__ = ["family_context", "family_options", "parse_metrics", "preflight", "reads_document",
-           "task_selection"]
+           "task_selection", "user_vocabulary"]

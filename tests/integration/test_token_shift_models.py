@@ -22,7 +22,7 @@ from custom_metrics.analysis.shift_models import (
     load_model,
     load_tokenizer,
 )
-from lm_eval_tasks.analysis.token_shift import ShiftConfig, compute_shift
+from lm_eval_tasks.analysis.token_shift import TABLE4_UNITS, ShiftConfig, compute_shift
 from lm_eval_tasks.commands.token_shift import main
 from helpers.token_shift import DOCS, _sample, two_shot, zero_shot
 from helpers import token_shift as shared
@@ -105,26 +105,29 @@ def test_one_pass_equals_per_prefix(base_dir, noisy_dir):
 def test_identical_models_give_zero(base_dir, samples_2shot):
     res = compute_shift(cfg(samples_2shot, base_dir), VOCAB)
     o = res["overall"]
-    assert o["documents"] == 3 and o["documents_with_positions"] == 2  # doc 2 is empty
-    assert o["kl"] == 0.0 and o["shift_rate"] == 0.0 and o["marginal_rate"] == 0.0
-    assert o["unshifted_rate"] == 100.0
-    assert o["kl_vocab"] == 0.0 and o["shift_rate_vocab"] == 0.0 and o["positions_vocab"] >= 6
+    assert o["documents"] == 3 and o["documents_with_positions_all_positions"] == 2  # doc 2 is empty
+    assert o["kl_all_positions"] == 0.0 and o["shift_rate_all_positions"] == 0.0
+    assert o["marginal_rate_all_positions"] == 0.0
+    assert o["unshifted_rate_all_positions"] == 100.0
+    assert o["kl"] == 0.0 and o["shift_rate"] == 0.0 and o["positions"] >= 6
     assert o["forward_passes"] == 4  # one per model per non-empty document
-    assert res["documents"][2]["positions"] == 0 and res["documents"][2]["kl"] is None
+    assert res["documents"][2]["positions_all_positions"] == 0 and res["documents"][2]["kl_all_positions"] is None
     assert res["top_shifted_tokens"] == []
 
 
 def test_perturbed_copy_gives_positive_kl(base_dir, noisy_dir, samples_2shot):
     res = compute_shift(cfg(samples_2shot, base_dir, noisy_dir), VOCAB)
     o = res["overall"]
-    assert o["kl"] > 0 and o["kl_vocab"] > 0
+    assert o["kl_all_positions"] > 0 and o["kl"] > 0
     for d in res["documents"][:2]:
-        assert d["kl"] > 0
-        assert d["shift_rate"] + d["marginal_rate"] + d["unshifted_rate"] == pytest.approx(100)
-        assert d["summary_tokens"] == d["positions"]
+        assert d["kl_all_positions"] > 0
+        rates = ("shift_rate_all_positions", "marginal_rate_all_positions", "unshifted_rate_all_positions")
+        assert sum(d[k] for k in rates) == pytest.approx(100)
+        assert d["summary_tokens"] == d["positions_all_positions"]
     # reversing the roles changes KL(P||Q) into KL(Q||P): generally different
     rev = compute_shift(cfg(samples_2shot, noisy_dir, base_dir), VOCAB)
-    assert rev["overall"]["kl"] > 0 and rev["overall"]["kl"] != pytest.approx(o["kl"], rel=1e-6)
+    reversed_kl = rev["overall"]["kl_all_positions"]
+    assert reversed_kl > 0 and reversed_kl != pytest.approx(o["kl_all_positions"], rel=1e-6)
 
 
 def test_lora_adapters(work, base_dir, samples_2shot):
@@ -144,11 +147,11 @@ def test_lora_adapters(work, base_dir, samples_2shot):
     base = ModelSpec(str(base_dir))
     same = compute_shift(ShiftConfig(samples=str(samples_2shot), base=base,
                                      adapted=ModelSpec(str(base_dir), peft=str(zero)), device="cpu"), VOCAB)
-    assert same["overall"]["kl"] == pytest.approx(0.0, abs=1e-9)
-    assert same["overall"]["shift_rate"] == 0.0
+    assert same["overall"]["kl_all_positions"] == pytest.approx(0.0, abs=1e-9)
+    assert same["overall"]["shift_rate_all_positions"] == 0.0
     moved = compute_shift(ShiftConfig(samples=str(samples_2shot), base=base,
                                       adapted=ModelSpec(str(base_dir), peft=str(rand)), device="cpu"), VOCAB)
-    assert moved["overall"]["kl"] > 0
+    assert moved["overall"]["kl_all_positions"] > 0
 
 
 def test_prompt_vs_prompt(base_dir, samples_2shot, samples_0shot):
@@ -157,18 +160,18 @@ def test_prompt_vs_prompt(base_dir, samples_2shot, samples_0shot):
     res = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
                                     base_samples=str(samples_0shot), device="cpu"), VOCAB)
     o = res["overall"]
-    assert o["kl"] > 0
+    assert o["kl_all_positions"] > 0
     d0 = res["documents"][0]
     assert d0["prompt_tokens_base"] < d0["prompt_tokens_adapted"]
     # the rebuilt zero-shot prompt is the same text, so the same numbers
     rebuilt = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
                                         rebuild_zero_shot=True, device="cpu"), VOCAB)
-    assert rebuilt["overall"]["kl"] == pytest.approx(o["kl"], rel=1e-6)
-    assert rebuilt["overall"]["shift_rate"] == o["shift_rate"]
+    assert rebuilt["overall"]["kl_all_positions"] == pytest.approx(o["kl_all_positions"], rel=1e-6)
+    assert rebuilt["overall"]["shift_rate_all_positions"] == o["shift_rate_all_positions"]
     # the same prompts on both sides: no shift
     flat = compute_shift(ShiftConfig(samples=str(samples_2shot), mode="prompt", base=one,
                                      base_samples=str(samples_2shot), device="cpu"), VOCAB)
-    assert flat["overall"]["kl"] == 0.0 and flat["overall"]["shift_rate"] == 0.0
+    assert flat["overall"]["kl_all_positions"] == 0.0 and flat["overall"]["shift_rate_all_positions"] == 0.0
 
 
 def test_different_tokenizers_are_an_error(work, base_dir, samples_2shot):
@@ -195,13 +198,17 @@ def test_cli_outputs_and_vocab_resolution(work, base_dir, noisy_dir, samples_2sh
                "--output", str(out), "--csv", str(table), "--no-progress"])
     assert rc == 0
     res = json.loads(out.read_text())
-    assert res["overall"]["documents"] == 2 and res["overall"]["kl"] > 0
+    assert res["overall"]["documents"] == 2 and res["overall"]["kl_all_positions"] > 0
     assert res["config"]["vocab"].endswith("pubmed.tsv") and res["config"]["vocabulary_size"] == len(VOCAB)
     rows = list(csv.DictReader(open(table, encoding="utf-8")))
     assert [r["doc_id"] for r in rows] == ["0", "1"]
+    assert float(rows[0]["kl_all_positions"]) == pytest.approx(res["documents"][0]["kl_all_positions"])
     assert float(rows[0]["kl"]) == pytest.approx(res["documents"][0]["kl"])
+    assert res["units"]["kl"].startswith("nats per position") and "domain-vocabulary" in res["units"]["kl"]
+    assert "every summary position" in res["units"]["shift_rate_all_positions"]
+    assert res["published_comparison"] == TABLE4_UNITS
     printed = capsys.readouterr().out
-    assert "domain words" in printed and "shift %" in printed
+    assert "domain words" in printed and "shift %" in printed and "KL in nats per position" in printed
     # a missing vocabulary names the build command
     with pytest.raises(SystemExit):
         main(["--samples", str(samples_2shot), "--base", str(base_dir),
@@ -242,7 +249,7 @@ def test_ten_sample_mean_is_the_mean_of_the_ten(work, base_dir, noisy_dir, sampl
         one = work / f"samples_adapteval_pubmed_2shot_2025-02-04T04-05-06.{i:06d}.jsonl"
         one.write_text(lines[i] + "\n", encoding="utf-8")
         alone.append(compute_shift(cfg(one, base_dir, noisy_dir, sample_count=0), VOCAB)["documents"][0])
-    for key in ("kl", "shift_rate", "kl_vocab", "shift_rate_vocab"):
+    for key in ("kl_all_positions", "shift_rate_all_positions", "kl", "shift_rate"):
         assert res["overall"][key] == pytest.approx(sum(d[key] for d in alone) / 10, rel=1e-5)
         assert res["overall"][key] == pytest.approx(sum(d[key] for d in res["documents"]) / 10)
     # 0 = every document
@@ -278,7 +285,8 @@ def test_release_positions_with_a_real_tokenizer(monkeypatch, base_dir, noisy_di
     for (doc_id, (_, gen)), p, r in zip(enumerate(DOCS), paper["documents"], release["documents"]):
         _, offsets = encode_summary(tok, gen, need_offsets=True)
         mask, dropped = release_pos_mask(gen, offsets)
-        assert r["positions"] == sum(mask) and r["positions_dropped"] == dropped
-        assert p["positions_vocab"] == r["positions_vocab"]  # the vocabulary positions do not change
-        if r["positions"]:
-            assert r["positions"] < p["positions"]  # continuation pieces are never word beginnings
+        assert r["positions_all_positions"] == sum(mask) and r["positions_dropped"] == dropped
+        assert p["positions"] == r["positions"]  # the vocabulary positions do not change
+        if r["positions_all_positions"]:
+            # continuation pieces are never word beginnings
+            assert r["positions_all_positions"] < p["positions_all_positions"]

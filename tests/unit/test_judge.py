@@ -222,4 +222,7 @@ def test_rescore_clear_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unknown metric 'bogus'" in err and "ccs_length" in err and "blanc_tune" in err
     assert main([str(samples), "--metrics", "dvo", "--vocabulary", str(tmp_path / "none.txt")]) == 2
+    assert "task 'x' is neither a suite task nor" in capsys.readouterr().err  # no benchmark's conventions guessed
+    assert main([str(samples), "--metrics", "dvo", "--vocabulary", str(tmp_path / "none.txt"),
+                 "--benchmark", "adapteval"]) == 2
     assert "vocabulary file" in capsys.readouterr().err

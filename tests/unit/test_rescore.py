@@ -264,8 +264,10 @@ def test_default_metrics_are_the_tasks_catalogue_families(tmp_path, capsys):
     assert [s["length_pcc"] for s in scores] == [[0, 0], [1, 1], [2, 2], [1, 2]]
     low, high = summary["intervals"]["length_pcc"]  # a corpus key, recomputed per resample
     assert -1 <= low <= summary["metrics"]["length_pcc"] <= high <= 1
-    # no task and no --metrics: nothing to choose the metrics from
+    # no task: no conventions to score with; a benchmark and no --metrics: nothing to choose the metrics from
     assert main([str(path), "--overwrite"]) == 2
+    assert "a table of predictions with no --task or --benchmark" in capsys.readouterr().err
+    assert main([str(path), "--benchmark", "ccsbench", "--overwrite"]) == 2
     assert "give --metrics, or --task NAME" in capsys.readouterr().err
     assert main([str(path), "--task", "adapteval_nowhere", "--overwrite"]) == 2
     assert "--task: unknown suite task 'adapteval_nowhere'" in capsys.readouterr().err

@@ -58,11 +58,17 @@ def test_categories_hand_made():
     assert cat.tolist() == [UNSHIFTED, MARGINAL, SHIFTED, SHIFTED]
     assert top1.tolist() == [0, 2, 3, 4]
     stats = summarize_shift(kl, cat, [True, True, False, True])
-    assert stats["positions"] == 4 and stats["shift_rate"] == 50.0
-    assert stats["marginal_rate"] == 25.0 and stats["unshifted_rate"] == 25.0
-    assert stats["positions_vocab"] == 3
-    assert stats["shift_rate_vocab"] == pytest.approx(100 / 3)
-    assert stats["kl_vocab"] == pytest.approx((kl[0] + kl[1] + kl[3]).item() / 3, rel=1e-6)
+    assert stats["positions_all_positions"] == 4 and stats["shift_rate_all_positions"] == 50.0
+    assert stats["marginal_rate_all_positions"] == 25.0 and stats["unshifted_rate_all_positions"] == 25.0
+    # the plain names are the paper's: over the domain-vocabulary positions
+    assert stats["positions"] == 3
+    assert stats["shift_rate"] == pytest.approx(100 / 3)
+    assert stats["kl"] == pytest.approx((kl[0] + kl[1] + kl[3]).item() / 3, rel=1e-6)
+    assert stats["kl_all_positions"] == pytest.approx(kl.mean().item(), rel=1e-6)
+    # without a vocabulary the paper's statistics are not computed: null, never the all-position ones
+    bare = summarize_shift(kl, cat)
+    assert bare["kl"] is None and bare["shift_rate"] is None and bare["positions"] is None
+    assert bare["shift_rate_all_positions"] == 50.0
     # ties: identical logits always unshifted, even with every token tied
     flat = torch.zeros(3, 5)
     assert position_shift(flat, flat.clone())[1].tolist() == [UNSHIFTED] * 3
@@ -73,13 +79,15 @@ def test_aggregate_mean_and_pooled():
     d2 = summarize_shift([0.0, 0.0, 0.0, 0.0], [UNSHIFTED] * 4, [False] * 4)
     empty = summarize_shift([], [], [])
     agg = aggregate_shift([d1, d2, empty])
-    assert agg["documents"] == 3 and agg["documents_with_positions"] == 2
-    assert agg["kl"] == pytest.approx((2.0 + 0.0) / 2)  # mean over documents
-    assert agg["shift_rate"] == pytest.approx((50 + 0) / 2)
-    assert agg["pooled"]["kl"] == pytest.approx(4.0 / 6)  # over positions
-    assert agg["pooled"]["shift_rate"] == pytest.approx(100 / 6)
-    assert agg["positions_vocab"] == 1 and agg["kl_vocab"] == 1.0 and agg["shift_rate_vocab"] == 100.0
-    assert empty["kl"] is None and empty["shift_rate_vocab"] is None
+    assert agg["documents"] == 3 and agg["documents_with_positions_all_positions"] == 2
+    assert agg["kl_all_positions"] == pytest.approx((2.0 + 0.0) / 2)  # mean over documents
+    assert agg["shift_rate_all_positions"] == pytest.approx((50 + 0) / 2)
+    assert agg["pooled"]["kl_all_positions"] == pytest.approx(4.0 / 6)  # over positions
+    assert agg["pooled"]["shift_rate_all_positions"] == pytest.approx(100 / 6)
+    # only d1 has a domain-vocabulary position (its first, KL 1.0, shifted)
+    assert agg["documents_with_positions"] == 1 and agg["positions"] == 1
+    assert agg["kl"] == 1.0 and agg["shift_rate"] == 100.0 and agg["pooled"]["kl"] == 1.0
+    assert empty["kl_all_positions"] is None and empty["shift_rate"] is None
 
 
 def test_word_spans():
@@ -201,10 +209,11 @@ def test_release_pos_mask_by_hand():
 def test_summary_over_selected_positions_by_hand():
     kl, cat = [0.1, 0.2, 0.3, 0.4], [UNSHIFTED, SHIFTED, MARGINAL, SHIFTED]
     out = summarize_shift(kl, cat, vocab_mask=[False, True, False, False], selected=[True, False, True, True])
-    assert out["positions"] == 3 and out["kl"] == pytest.approx((0.1 + 0.3 + 0.4) / 3)
-    assert (out["shift_rate"], out["marginal_rate"], out["unshifted_rate"]) == pytest.approx((100 / 3,) * 3)
+    assert out["positions_all_positions"] == 3 and out["kl_all_positions"] == pytest.approx((0.1 + 0.3 + 0.4) / 3)
+    assert (out["shift_rate_all_positions"], out["marginal_rate_all_positions"],
+            out["unshifted_rate_all_positions"]) == pytest.approx((100 / 3,) * 3)
     # the vocabulary positions are not narrowed by the selection
-    assert (out["positions_vocab"], out["kl_vocab"], out["shift_rate_vocab"]) == (1, 0.2, 100.0)
+    assert (out["positions"], out["kl"], out["shift_rate"]) == (1, 0.2, 100.0)
     with pytest.raises(ValueError, match="selected has 2 entries for 4 positions"):
         summarize_shift(kl, cat, selected=[True, False])
 
@@ -234,3 +243,32 @@ def test_protocol_settings_default_to_the_paper(monkeypatch):
     assert resolve({"token_shift_positions": "paper"}, "token_shift_positions") == "paper"  # flag/metadata first
     with pytest.raises(SettingError, match="token_shift_samples.*>= 0"):
         resolve({"token_shift_samples": -1}, "token_shift_samples")
+
+
+def test_the_outputs_state_each_unit_and_table_4s_caveat():
+    """The paper's statistics carry the plain names and every output says its unit; what
+    AdaptEval Table 4 leaves unstated about its KL is said beside it, not guessed."""
+    from custom_metrics.analysis.token_shift import ALL_POSITIONS, STAT_KEYS
+    from lm_eval_tasks.analysis.token_shift import CSV_COLUMNS, TABLE4_UNITS, format_summary, units
+
+    paper, release = units("paper"), units("release")
+    assert set(paper) == {f"{k}{sfx}" for k in STAT_KEYS for sfx in ("", ALL_POSITIONS)}
+    assert paper["kl"] == ("nats per position: KL(P_base || P_adapted) with the natural logarithm at each position, "
+                           "averaged over a document's positions, then over documents; over the domain-vocabulary "
+                           "positions (AdaptEval Section 4's)")
+    assert paper["shift_rate"].startswith("percent of positions whose adapted top-1 token is not in the base top-3")
+    assert paper["kl_all_positions"].endswith("over every summary position")
+    assert release["kl_all_positions"].endswith("(token_shift_positions=release)")
+    assert "neither the logarithm base" in TABLE4_UNITS and "0.18 to 21.49" in TABLE4_UNITS
+    assert {"kl", "shift_rate", "kl_all_positions", "shift_rate_all_positions"} <= set(CSV_COLUMNS)
+    assert not [c for c in CSV_COLUMNS if c.endswith("_vocab")]
+
+    docs = [summarize_shift([0.5, 1.5, 0.25], [SHIFTED, UNSHIFTED, MARGINAL], [True, False, False])]
+    overall = {**aggregate_shift(docs), "forward_passes": 2, "seconds": 0.1}
+    text = format_summary({"overall": overall, "config": {"base_label": "b", "adapted_label": "a",
+                                                          "documents_available": 1, "seed": 42, "positions": "paper"}})
+    lines = text.splitlines()
+    assert "3 paper summary positions (1 at domain words)" in lines[1]
+    assert lines[3].split() == ["domain", "words", "0.5", "100", "0", "0"]  # the paper's row first
+    assert lines[4].split() == ["all", "positions", "0.75", "33.33", "33.33", "33.33"]
+    assert lines[5].startswith("KL in nats per position")
