@@ -13,7 +13,6 @@ from pathlib import Path
 from custom_metrics.outputs import OutputError
 from lm_eval_tasks.report import write
 from lm_eval_tasks.report.tables import Options
-from lm_eval_tasks.report.write import NothingToReport, write_report
 from lm_eval_tasks.results import ResultsError
 
 
@@ -23,9 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("folders", nargs="+", help="harness output folders (DIR, or DIR=fine-tuned)")
     ap.add_argument("--fine-tuned", nargs="*", default=[], metavar="DIR",
                     help="more folders whose models are fine-tuned (same as DIR=fine-tuned)")
-    ap.add_argument("--label", action="append", default=[], metavar="RUN_FOLDER=NAME",
-                    help="name the system of the runs under RUN_FOLDER (a folder given, or one inside it) NAME "
-                         "on the page and in every file, as --metadata run_label would at run time; repeatable")
+    ap.add_argument("--label", action="append", default=[], metavar="RUN_FOLDER=NAME", help="name the system "
+                    "of the runs under RUN_FOLDER, as --metadata run_label would at run time (repeatable)")
     ap.add_argument("--out", "--output-path", "--output_path", dest="out", type=Path,
                     default=Path("out/report"), help="output folder (default: out/report)")
     ap.add_argument("--bootstrap", type=int, default=1000,
@@ -42,42 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def parse_labels(specs: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
-    """``RUN_FOLDER=NAME`` options as folder -> name; a name is checked as the ``run_label``
-    setting checks it (one line, at most 80 characters), and a folder is named once. A
-    folder that holds no results file is refused when the runs are read."""
-    from lm_eval_tasks.settings import SETTINGS
-
-    row = SETTINGS["run_label"]
-    out: dict[str, str] = {}
-    for spec in specs:
-        cuts = [i for i, c in enumerate(spec) if c == "="]
-        # the first "=" after an existing folder (a name may hold "=", and so may a path)
-        cut = next((i for i in cuts if Path(spec[:i]).expanduser().exists()), cuts[0] if cuts else -1)
-        folder, name = spec[:cut], spec[cut + 1:]
-        if cut <= 0:
-            ap.error(f"--label {spec!r}: give RUN_FOLDER=NAME")
-        try:
-            name = row.kind(name)
-        except ValueError:
-            ap.error(f"--label {spec!r}: NAME must be {row.type_name}")
-        key = str(Path(folder).expanduser().resolve())
-        if key in out and out[key] != name:
-            ap.error(f"--label {spec!r}: {folder} is already named {out[key]!r}")
-        out[key] = name
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
-    labels = parse_labels(args.label, ap)
+    args = build_parser().parse_args(argv)
     options = Options(n_boot=args.bootstrap, resamples=args.resamples, test=args.test, seed=args.seed)
     try:
-        written = write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned,
-                               plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite,
-                               labels=labels)
-    except (NothingToReport, OutputError, ResultsError) as exc:
+        written = write.write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned, labels=args.label,
+                                     plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite)
+    except (write.NothingToReport, OutputError, ResultsError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2
     print(written.markdown)

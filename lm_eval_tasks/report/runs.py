@@ -161,6 +161,35 @@ def _documents(data: dict, task: str) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def parse_labels(specs: Sequence[str]) -> dict[str, str]:
+    """``domsum report --label RUN_FOLDER=NAME`` options as folder -> name.
+
+    The folder ends at the first ``=`` after which an existing path stops (a name may hold
+    ``=``, and so may a path); a name is checked as the ``run_label`` setting checks it
+    (one line, at most 80 characters), and a folder is named once. A folder that names no
+    run is refused when the runs are read (:func:`load_runs`).
+    """
+    from lm_eval_tasks.settings import SETTINGS
+
+    row = SETTINGS["run_label"]
+    out: dict[str, str] = {}
+    for spec in specs:
+        cuts = [i for i, c in enumerate(spec) if c == "="]
+        cut = next((i for i in cuts if Path(spec[:i]).expanduser().exists()), cuts[0] if cuts else -1)
+        if cut <= 0:
+            raise ResultsError(f"--label {spec!r}: give RUN_FOLDER=NAME")
+        folder, name = spec[:cut], spec[cut + 1:]
+        try:
+            name = row.kind(name)
+        except ValueError:
+            raise ResultsError(f"--label {spec!r}: NAME must be {row.type_name}") from None
+        key = str(Path(folder).expanduser().resolve())
+        if out.get(key, name) != name:
+            raise ResultsError(f"--label {spec!r}: {folder} is already named {out[key]!r}")
+        out[key] = name
+    return out
+
+
 class _Names:
     """The names ``domsum report --label FOLDER=NAME`` gives the runs under each folder (the
     deepest folder naming a results file wins); a folder naming no results file is an error."""
@@ -314,4 +343,4 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True,
     return Runs(runs=runs, problems=problems, left_out=left_out)
 
 
-__all__ = ["LeftOut", "Run", "Runs", "doc_key", "load_runs", "setting_label", "shared_documents"]
+__all__ = ["LeftOut", "Run", "Runs", "doc_key", "load_runs", "parse_labels", "setting_label", "shared_documents"]

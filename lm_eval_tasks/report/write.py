@@ -40,7 +40,7 @@ folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_tables import paper_tables, terms as paper_terms
 from lm_eval_tasks.report.page import Numbered, definitions, empty_notes, markdown, page, write_scores_csv, write_tables
-from lm_eval_tasks.report.runs import load_runs
+from lm_eval_tasks.report.runs import load_runs, parse_labels
 from lm_eval_tasks.report.tables import Builder, Options, left_out_table
 from lm_eval_tasks.results import parse_folder_spec
 from lm_eval_tasks.report.verdicts import in_order, verdicts, write_comparisons
@@ -76,10 +76,11 @@ class Written:
 
 def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tuned: Sequence[str] = (),
                  plots: bool = True, progress: bool = True, overwrite: bool = False,
-                 labels: Mapping[str, str] | None = None) -> Written:
+                 labels: Sequence[str] = ()) -> Written:
     """The whole report of ``folders`` (``DIR`` or ``DIR=fine-tuned``; the ``fine_tuned``
-    folders as ``DIR=fine-tuned``) into the folder ``out``; ``labels``: folder -> the name
-    of the system its runs evaluated (:func:`~lm_eval_tasks.report.runs.load_runs`).
+    folders as ``DIR=fine-tuned``) into the folder ``out``; ``labels``: ``RUN_FOLDER=NAME``,
+    the name of the system the runs under that folder evaluated
+    (:func:`~lm_eval_tasks.report.runs.parse_labels`).
 
     Written into a temporary folder beside ``out`` and then put in its place
     (:func:`custom_metrics.outputs.output_folder`: permissions from the umask, one writer
@@ -90,7 +91,7 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
     ``folders``) and :class:`lm_eval_tasks.results.ResultsError`.
     """
     check_folder(out, overwrite)  # before the runs are read: a refusal costs nothing
-    runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)], labels=labels)
+    runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)], labels=parse_labels(labels))
     if not runs.runs:
         missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
         raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
