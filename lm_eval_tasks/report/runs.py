@@ -164,10 +164,11 @@ def _documents(data: dict, task: str) -> int | None:
 def parse_labels(specs: Sequence[str]) -> dict[str, str]:
     """``domsum report --label RUN_FOLDER=NAME`` options as folder -> name.
 
-    The folder ends at the first ``=`` after which an existing path stops (a name may hold
-    ``=``, and so may a path); a name is checked as the ``run_label`` setting checks it
-    (one line, at most 80 characters), and a folder is named once. A folder that names no
-    run is refused when the runs are read (:func:`load_runs`).
+    RUN_FOLDER is the text before the first ``=`` whose left part is an existing path (else
+    before the first ``=``), so a name may hold ``=`` and so may a folder's path. A name is
+    checked as the ``run_label`` setting checks it (one line, at most 80 characters), and a
+    folder is named once; one that names no run is refused when the runs are read
+    (:func:`load_runs`).
     """
     from lm_eval_tasks.settings import SETTINGS
 
@@ -237,10 +238,11 @@ def _choose(items: list[_Found]) -> tuple[_Found, dict[Path, str]]:
     """The run the report uses among results files of one system on one task, and why each
     other one is left out.
 
-    Rule: the run that evaluated the most documents (a ``--limit`` trial beside the full
-    run is the trial); among runs of as many documents, which are repeats of one run, the
-    later one. Runs that read their documents from different places are said to (they may
-    be different document sets under the same ids), with the way to report both.
+    Rule: the run that evaluated the most documents (of a ``--limit`` trial and the full
+    run, the full run, whichever came last); among runs of as many documents, which are
+    repeats of one run, the later one. Where two read their documents from different
+    places (different document sets, perhaps under the same ids), the reason says so and
+    how to report both.
     """
     used = max(items, key=lambda f: (-1 if f.documents is None else f.documents, f.timestamp))
     why: dict[Path, str] = {}
@@ -251,7 +253,7 @@ def _choose(items: list[_Found]) -> tuple[_Found, dict[Path, str]]:
             text = (f"it evaluated the most documents ({used.documents}; this run "
                     f"{'did not record how many' if f.documents is None else f.documents})")
         else:
-            count = "an unrecorded number of" if used.documents is None else str(used.documents)
+            count = "number not recorded" if used.documents is None else str(used.documents)
             text = f"a repeat on as many documents ({count}), of which the later run is used"
         text = f"same system, settings and task as {used.path}, which is used: {text}"
         if f.source != used.source:
@@ -260,6 +262,36 @@ def _choose(items: list[_Found]) -> tuple[_Found, dict[Path, str]]:
                      "domsum report --label FOLDER=NAME) to report both")
         why[f.path] = text
     return used, why
+
+
+def _as_run(f: _Found, system: System, with_samples: bool, problems: list[str]) -> Run:
+    """The :class:`Run` of a results file's task: its reported values and, ``with_samples``,
+    its logged documents (a missing or unreadable samples file is a problem, not an error)."""
+    spec = catalog.lookup(f.task)
+    values: dict[str, float] = {}
+    stderr: dict[str, float | None] = {}
+    for name, value in f.metrics.items():
+        if "," not in name:
+            continue
+        metric, _, _filter = name.partition(",")
+        if metric.endswith("_stderr"):
+            stderr[metric.removesuffix("_stderr")] = _num(value)
+            continue
+        num = _num(value)
+        values.setdefault(metric, num if num is not None else math.nan)
+    run = Run(system=system, task=f.task, spec=spec, shots=spec.shots, values=values,
+              stderr=stderr, results_file=f.path, timestamp=f.timestamp, record=f.meta)
+    if with_samples:
+        sample_path = samples_file(f.path, f.timestamp, f.task)
+        if sample_path is None:
+            problems.append(f"{system.label}: {f.task} has no samples file (run lm_eval with "
+                            "--log_samples for intervals and significance tests)")
+        else:
+            try:
+                run.samples = read_samples(sample_path)
+            except (ResultsError, OSError) as exc:
+                problems.append(f"{sample_path}: unreadable ({exc})")
+    return run
 
 
 def load_runs(folders: Sequence[str | Path], with_samples: bool = True,
@@ -295,11 +327,10 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True,
                 _Found(ts, path, task, metrics, meta, system, _documents(data, task)))
     names.check()
     found = _adopt_names(found)
-    variants = {k: v for k, v in found.items() if v[0].system.variant}
     chosen: dict[tuple, _Found] = {}
     dropped: list[tuple[_Found, str]] = []
     for key, items in found.items():
-        if key in variants:
+        if items[0].system.variant:  # one identity: one variant
             dropped += [(f, f"{f.system.variant} on every document: a run of a change-amplitude study, not "
                             f"the model's run of {key[1]} (the study's numbers are in its {STUDY_FILE})")
                         for f in items]
@@ -311,34 +342,8 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True,
     left_out = [LeftOut(f.path, f.task, labels_of.get(f.system.identity) or every[f.system.identity], reason)
                 for f, reason in dropped]
     problems += same_model_notes([f.system for f in chosen.values()], labels_of)
-    runs = []
-    for (identity, task), f in sorted(chosen.items(), key=lambda kv: str(kv[0])):
-        system = dataclasses.replace(f.system, label=labels_of[identity])
-        spec = catalog.lookup(task)
-        values: dict[str, float] = {}
-        stderr: dict[str, float | None] = {}
-        for name, value in f.metrics.items():
-            if "," not in name:
-                continue
-            metric, _, _filter = name.partition(",")
-            if metric.endswith("_stderr"):
-                stderr[metric.removesuffix("_stderr")] = _num(value)
-                continue
-            num = _num(value)
-            values.setdefault(metric, num if num is not None else math.nan)
-        run = Run(system=system, task=task, spec=spec, shots=spec.shots, values=values,
-                  stderr=stderr, results_file=f.path, timestamp=f.timestamp, record=f.meta)
-        if with_samples:
-            sample_path = samples_file(f.path, f.timestamp, task)
-            if sample_path is None:
-                problems.append(f"{system.label}: {task} has no samples file (run lm_eval with "
-                                "--log_samples for intervals and significance tests)")
-            else:
-                try:
-                    run.samples = read_samples(sample_path)
-                except (ResultsError, OSError) as exc:
-                    problems.append(f"{sample_path}: unreadable ({exc})")
-        runs.append(run)
+    runs = [_as_run(f, dataclasses.replace(f.system, label=labels_of[identity]), with_samples, problems)
+            for (identity, _), f in sorted(chosen.items(), key=lambda kv: str(kv[0]))]
     left_out.sort(key=lambda x: (str(x.results_file), x.task))
     return Runs(runs=runs, problems=problems, left_out=left_out)
 
