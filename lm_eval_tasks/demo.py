@@ -116,7 +116,7 @@ def new_run_dir(root: Path) -> Path:
     """A new folder under ``root`` named by the time, for this run's ``lm_eval`` output.
 
     Why one per run: the report reads one folder, and a folder holding an earlier run of
-    the same model and tasks would add a note per task that the latest results are used.
+    the same model and tasks would list each earlier run under the report's Runs left out.
     """
     stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
     for n in range(1000):

@@ -81,6 +81,15 @@ def _words_or_map(value: Any) -> int | dict[str, int]:
     return n
 
 
+def _label(value: Any) -> str:
+    """A run's name (``run_label``): one line of printable text, at most 80 characters, so it
+    can head a table row, a legend entry and a CSV cell as given."""
+    text = str(value).strip()
+    if not text or len(text) > 80 or not text.isprintable():
+        raise ValueError(value)
+    return text
+
+
 def _json_or_str(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in "[{":
         return json.loads(value)
@@ -131,7 +140,7 @@ class Setting:
     @property
     def type_name(self) -> str:
         name = {_int: "int", _float: "float", str: "str", _bool: "bool", _json_or_str: "json/str",
-                _words_or_map: "int or {name: int}", devices.parse: f"device: {' / '.join(devices.FORMS)}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
+                _words_or_map: "int or {name: int}", _label: "text (one line, at most 80 characters)", devices.parse: f"device: {' / '.join(devices.FORMS)}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
         if self.choices is not None:
             return f"{name}: {' / '.join(self.choices)}"
         return name if self.range_text == "any value" else f"{name} {self.range_text}"
@@ -146,6 +155,7 @@ def _rows() -> list[Setting]:
     from custom_metrics.families.mauve import DEFAULT_MODEL as MAUVE_MODEL
     from custom_metrics.families.perplexity import DEFAULT_MODEL as PPL_MODEL
     from custom_metrics.progress import ENV as PROGRESS_ENV
+    from lm_eval_tasks.analysis.amplitude import ATTRIBUTES, FLIP_KEY
 
     judge = JudgeConfig.__dataclass_fields__
     S = Setting
@@ -270,6 +280,11 @@ def _rows() -> list[Setting]:
           "`domsum token-shift` documents drawn (seeded by `sample_seed`, file order kept) and averaged: "
           "default 10, the paper's Table 4 protocol (\"calculated over 10 samples\"); `0` = every document.",
           "analysis", low=0),
+        S(FLIP_KEY, None, str, None,
+          "Recorded by `domsum change-amplitude` in each run whose control it flipped on every document: "
+          "that control. `domsum report` makes it part of the run's system and names such a run as left out "
+          "(its scores are the study's, never the model's CCSBench row); not for ordinary runs.",
+          "analysis", choices=ATTRIBUTES),
         # run behaviour
         S("preflight", "DOMSUM_PREFLIGHT", _bool, True,
           "Check encoders, vocabularies and the judge endpoint before any generation.", "run"),
@@ -280,6 +295,11 @@ def _rows() -> list[Setting]:
           "Folder of the generation journal: each generation of a suite task is committed as it finishes, "
           "keyed by the model's identity and the exact request, so the same command run again after an "
           "interruption generates only what is missing (docs/troubleshooting.md); `off` disables.", "run"),
+        S("run_label", None, _label, None,
+          "A name for the system this run evaluates: `domsum report` shows it in place of the model's "
+          "folder name (`domsum report --label FOLDER=NAME` names a folder's runs after the fact). Runs given "
+          "different names are reported as different systems; a run without one joins the one named system "
+          "of its model and settings (docs/reports.md).", "run"),
         S("progress", PROGRESS_ENV, _bool, True,
           "Progress bars on stderr while metrics are scored (the commands' `--no-progress`).", "run"),
     ]

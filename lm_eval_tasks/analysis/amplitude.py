@@ -37,6 +37,8 @@ from custom_metrics import registry
 
 #: Figure 4's attributes, in the paper's order: its rows (changed) and column groups (affected)
 ATTRIBUTES = ("length", "keywords", "readability", "focus")
+#: the task metadata key (a settings row) a run with one attribute flipped records: that attribute
+FLIP_KEY = "change_amplitude_flip"
 #: (affected attribute, controllability key) of each column, in the paper's order
 CONTROL_METRICS = (("length", "length_pcc"), ("length", "length_mad"), ("keywords", "keyword_sr"),
                    ("readability", "delta_fkgl"), ("focus", "focus_macro_f1"))
@@ -100,4 +102,4 @@ def figure4(original: Mapping[str, float | None],
             "undefined": len(why), "undefined_cells": why}
 
 
-__all__ = ["ATTRIBUTES", "CONTROL_METRICS", "amplitude", "control_ability", "figure4"]
+__all__ = ["ATTRIBUTES", "CONTROL_METRICS", "FLIP_KEY", "amplitude", "control_ability", "figure4"]

@@ -18,6 +18,13 @@ Each run's metrics are the benchmark's, against the controls that run requested:
 length PCC and MAD, keyword SR, ΔFKGL and, only with ``--judge`` (a configured judge
 scores the runs' focus), focus macro F1.
 
+Each flipped run records the control it flipped in its task metadata
+(:data:`FLIP_KEY`, a settings row): its scores answer requests the benchmark never
+made, so ``domsum report`` takes it as that variant of the model, never as the model's
+CCSBench run (:func:`flipped_control`, which also knows a study written before the
+runs recorded it by the folders this module writes). The original run is a plain run
+of the model on the sampled documents.
+
 Why in the suite's library (the command parses flags and calls
 :func:`run_change_amplitude`): it reads CCSBench records and writes mirrors in the
 suite's layout; the harness runs as a child process, never imported.
@@ -32,17 +39,47 @@ import copy
 import json
 import math
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from custom_metrics.cells import write_csv
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
-from lm_eval_tasks.analysis.amplitude import control_ability, figure4
+from lm_eval_tasks.analysis.amplitude import ATTRIBUTES, FLIP_KEY, control_ability, figure4
 from lm_eval_tasks.data.loader import seeded_sample
 from lm_eval_tasks.results import Sample, read_samples, samples_name, task_from_samples_name
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
+
+
+#: the study's report, written beside its runs
+STUDY_FILE = "change_amplitude.json"
+#: name of the original run in the study's layout (its flipped runs are named by their control)
+ORIGINAL = "original"
+
+
+def run_folder(out: Path, name: str) -> Path:
+    """Where the study in ``out`` writes run ``name`` (:data:`ORIGINAL` or a control)."""
+    return out / f"run_{name}"
+
+
+def flipped_control(meta: Mapping[str, Any], results_file: Path | None = None) -> str | None:
+    """The control a change-amplitude run flipped on every document; None for any other run.
+
+    As the run recorded it (:data:`FLIP_KEY` in its task metadata); else, for a study
+    written before runs recorded it, from the study's layout: a results file under
+    ``<study>/run_<control>/`` with ``<study>/change_amplitude.json`` beside that folder.
+    """
+    value = meta.get(FLIP_KEY)
+    if value not in (None, ""):
+        return str(value)
+    if results_file is None:
+        return None
+    for folder in list(Path(results_file).parents)[:3]:  # lm_eval writes <output_path>/<model>/results_*.json
+        control = folder.name.removeprefix("run_")
+        if folder.name.startswith("run_") and control in ATTRIBUTES and (folder.parent / STUDY_FILE).is_file():
+            return control
+    return None
 
 
 class HarnessRunError(SuiteError, RuntimeError):
@@ -143,8 +180,8 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
     """Sample ``n`` test rows (seeded), run the harness on the original mirror and on one
     flipped mirror per attribute under ``out``, write ``change_amplitude.json``/``.csv``
     (and ``.png`` with matplotlib); return the report. ``metadata`` (the task metadata,
-    ``data_dir`` included) goes to every run; ``judge``: a judge config (focus is measured
-    only with one)."""
+    ``data_dir`` included) goes to every run, each flipped run's with :data:`FLIP_KEY`;
+    ``judge``: a judge config (focus is measured only with one)."""
     from lm_eval_tasks.benchmarks.ccsbench import load_records
     from lm_eval_tasks.benchmarks.ccsbench_prompts import resolve_prompt_spec
 
@@ -156,16 +193,17 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
         if any(r[key] in (-1, "", "[]") for r in test):
             raise AttributeNotSet(f"attribute {a!r} is not set on every sampled row of {subset!r}")
     task = catalog.select("ccsbench", shots=shots, variant="", subsets=(subset,))[0].name
-    run_meta = {k: v for k, v in metadata.items() if k != "data_dir"}
+    run_meta = {k: v for k, v in metadata.items() if k not in ("data_dir", FLIP_KEY)}
     spec = resolve_prompt_spec(metadata, "change_amplitude")
 
     def run(name: str, rows: list[dict]) -> dict[str, float | None]:
         write_mirror(out / f"mirror_{name}", subset, rows, train)
-        samples = run_harness(model, model_args, run_meta, lm_eval_args, out / f"mirror_{name}",
-                              out / f"run_{name}", task)
+        meta = run_meta if name == ORIGINAL else {**run_meta, FLIP_KEY: name}
+        samples = run_harness(model, model_args, meta, lm_eval_args, out / f"mirror_{name}",
+                              run_folder(out, name), task)
         return measure(samples, focus=judge is not None)
 
-    base = run("original", test)
+    base = run(ORIGINAL, test)
     changed = {a: run(a, [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)])
                for a in attributes}
     fig4 = figure4(base, changed)
@@ -174,7 +212,7 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
               "figure4": {k: fig4[k] for k in ("rows", "columns", "cells")},
               "change_amplitude": fig4["matrix"], "undefined": fig4["undefined"],
               "undefined_cells": fig4["undefined_cells"]}
-    (out / "change_amplitude.json").write_text(json.dumps(report, indent=2, allow_nan=False))
+    (out / STUDY_FILE).write_text(json.dumps(report, indent=2, allow_nan=False))
     keys = [c["key"] for c in fig4["columns"]]
     write_csv(out / "change_amplitude.csv", ["changed_attribute", *keys],
               ([a, *["null" if row[k] is None else row[k] for k in keys]] for a, row in fig4["matrix"].items()))

@@ -13,7 +13,6 @@ from pathlib import Path
 from custom_metrics.outputs import OutputError
 from lm_eval_tasks.report import write
 from lm_eval_tasks.report.tables import Options
-from lm_eval_tasks.report.write import NothingToReport, write_report
 from lm_eval_tasks.results import ResultsError
 
 
@@ -23,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("folders", nargs="+", help="harness output folders (DIR, or DIR=fine-tuned)")
     ap.add_argument("--fine-tuned", nargs="*", default=[], metavar="DIR",
                     help="more folders whose models are fine-tuned (same as DIR=fine-tuned)")
+    ap.add_argument("--label", action="append", default=[], metavar="RUN_FOLDER=NAME", help="name the system "
+                    "of the runs under RUN_FOLDER, as --metadata run_label would at run time (repeatable)")
     ap.add_argument("--out", "--output-path", "--output_path", dest="out", type=Path,
                     default=Path("out/report"), help="output folder (default: out/report)")
     ap.add_argument("--bootstrap", type=int, default=1000,
@@ -43,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = Options(n_boot=args.bootstrap, resamples=args.resamples, test=args.test, seed=args.seed)
     try:
-        written = write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned,
-                               plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite)
-    except (NothingToReport, OutputError, ResultsError) as exc:
+        written = write.write_report(args.folders, args.out, options, fine_tuned=args.fine_tuned, labels=args.label,
+                                     plots=not args.no_plots, progress=not args.no_progress, overwrite=args.overwrite)
+    except (write.NothingToReport, OutputError, ResultsError) as exc:
         print(f"report: error: {exc}", file=sys.stderr)
         return 2
     print(written.markdown)

@@ -12,9 +12,11 @@ runs are the same system only when all of these agree (:func:`system_of`):
   served model's name; otherwise ``pretrained`` plus ``gguf_file``, ``revision`` and,
   for a LoRA run, the adapter ``peft``;
 * the prompt format lm-eval records at the top of a results file: the chat template
-  (``chat_template`` / ``chat_template_sha``; an empty template is the provider's own),
-  the system instruction (``system_instruction_sha``) and, with a chat template,
-  ``fewshot_as_multiturn``;
+  (``chat_template`` / ``chat_template_sha``; an empty template is the provider's own)
+  and the system instruction (``system_instruction_sha``). Not ``fewshot_as_multiturn``:
+  every suite task, a user's own domain included, writes its demonstrations into the
+  text of one user turn and hands the harness no few-shot example, so the flag (which
+  lm-eval records as true under ``--apply_chat_template``) changes no prompt;
 * ``max_length`` of ``model_args`` (the context the prompts are fitted to);
 * generation settings: ``config.gen_kwargs`` (the CLI's, except greedy ``do_sample=false``
   / ``temperature=0``, the suite's default) and whatever of the task's
@@ -25,12 +27,18 @@ runs are the same system only when all of these agree (:func:`system_of`):
   ``configs.<task>.metadata.settings_used`` or the task metadata, left out when they
   are the setting's default;
 * for tasks scored by an LLM judge, the judge model and its prompt variant
-  (:data:`JUDGE_SETTINGS`, the recorded ``*_used`` values first).
+  (:data:`JUDGE_SETTINGS`, the recorded ``*_used`` values first);
+* a study's variant (:data:`VARIANT_SETTINGS`): a ``domsum change-amplitude`` run with
+  one control flipped on every document is that variant, never the model's run of the
+  benchmark (:func:`lm_eval_tasks.analysis.change_amplitude.flipped_control`);
+* the name the user gave (``run_label`` metadata, or ``domsum report --label``): runs
+  given different names are different systems (:attr:`System.name`).
 
 Shots are not part of a system: a 0-shot and a 2-shot run of one system are that
-system in two settings. Systems of one model are labelled by what differs between
-them (``SmolLM2 (chat)`` beside ``SmolLM2``, ``SmolLM2 [max_doc_words=200]``); only
-runs of the same system on the same task are de-duplicated (the latest is kept).
+system in two settings. A named system is labelled by its name; systems of one model
+are labelled by what differs between them (``SmolLM2 (chat)`` beside ``SmolLM2``,
+``SmolLM2 [max_doc_words=200]``). Which of several runs of one system on one task the
+report uses is :mod:`.runs`' rule.
 
 A LoRA run's or full fine-tune's fine-tuning task comes from the ``run_card.json`` that
 ``domsum finetune`` writes into its output (the adapter folder, or the model folder of
@@ -51,6 +59,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks import catalog
+from lm_eval_tasks.analysis.amplitude import FLIP_KEY
+from lm_eval_tasks.analysis.change_amplitude import flipped_control
 
 CARD_NAME = "run_card.json"
 
@@ -63,6 +73,9 @@ PROMPT_SETTINGS: dict[str, tuple[str, ...] | None] = {
 }
 #: settings of the LLM judge, part of a system on the tasks a judge scores
 JUDGE_SETTINGS = ("judge_model", "judge_prompt_variant", "fm_variant")
+#: settings that make a run a study's variant, not a run of the benchmark as published: the
+#: report leaves such runs out of its tables (:mod:`.runs`)
+VARIANT_SETTINGS = (FLIP_KEY,)
 #: what the task metadata records as the value a run used, where it is not ``<key>_used``
 USED_ALIASES = {"adapteval_prompt_variant": "prompt_variant_used"}
 #: generation settings every suite task shares (greedy decoding): not shown as a difference
@@ -70,7 +83,8 @@ GREEDY = {"do_sample": "false", "temperature": "0"}
 #: model_args keys that name the model (beside ``pretrained`` / ``model``)
 MODEL_KEYS = ("gguf_file", "revision")
 
-Identity = tuple  # (base, adapter, model extras, settings): see System.identity
+Identity = tuple  # (base, adapter, model extras, settings, name): see System.identity
+Setup = tuple  # (base, adapter, model extras, settings): see System.setup
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,8 @@ class System:
     settings: tuple[tuple[str, str], ...] = ()
     #: how each setting reads in a label (the system instruction's text, not its hash)
     shown: tuple[tuple[str, str], ...] = field(default=(), compare=False, hash=False)
+    #: the name the user gave the system ("" when none): its label, and part of its identity
+    name: str = ""
 
     @property
     def model(self) -> tuple[str, str | None, tuple[tuple[str, str], ...]]:
@@ -99,8 +115,14 @@ class System:
         return (self.base, self.adapter, self.model_extras)
 
     @property
-    def base_identity(self) -> Identity | None:
-        """The system this one was fine-tuned from, same settings (None: not fine-tuned)."""
+    def setup(self) -> Setup:
+        """What made the outputs: the model and every identity setting (the name aside)."""
+        return (self.base, self.adapter, self.model_extras, self.settings)
+
+    @property
+    def base_setup(self) -> Setup | None:
+        """The setup this one was fine-tuned from, same settings (None: not fine-tuned);
+        its base is the system of that setup whatever name it was given."""
         if self.adapter:
             return (self.base, None, self.model_extras, self.settings)
         if self.started_from:
@@ -108,12 +130,17 @@ class System:
         return None
 
     @property
+    def variant(self) -> str:
+        """The study variant this system is (``"focus flipped"``), "" for a run of the benchmark."""
+        return ", ".join(setting_text(k, v) for k, v in self.settings if k in VARIANT_SETTINGS)
+
+    @property
     def fine_tuned(self) -> bool:
         return bool(self.adapter or self.trained_on or self.marked_fine_tuned)
 
     @property
     def identity(self) -> Identity:
-        return (self.base, self.adapter, self.model_extras, self.settings)
+        return (*self.setup, self.name)
 
     def describe(self) -> str:
         """Every identity setting, as a label would show it ("" when none is set)."""
@@ -259,9 +286,11 @@ def generation_settings(config: dict, task_config: Mapping[str, Any],
 
 
 def identity_settings(results: Mapping[str, Any], task: str | None = None,
-                      spec: catalog.TaskSpec | None = None) -> tuple[dict[str, str], dict[str, str]]:
+                      spec: catalog.TaskSpec | None = None,
+                      results_file: Path | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """(identity setting -> value, identity setting -> how a label shows it) of one task of
-    a results file; settings with no value (unset, default) are left out."""
+    a results file (read from ``results_file``, where known); settings with no value
+    (unset, default) are left out."""
     config = results.get("config") or {}
     margs = model_args(config)
     task_config = ((results.get("configs") or {}).get(task) or {}) if task else {}
@@ -273,8 +302,6 @@ def identity_settings(results: Mapping[str, Any], task: str | None = None,
     chat = template is not None or bool(sha)
     if chat:  # "": applied by an API provider, whose template is unknown
         values["chat_template"] = sha or "provider"
-        if results.get("fewshot_as_multiturn") is not None:
-            values["fewshot_as_multiturn"] = canonical(results["fewshot_as_multiturn"])
     instruction = results.get("system_instruction")
     isha = results.get("system_instruction_sha") or (_sha(instruction) if instruction else None)
     if isha:
@@ -299,6 +326,9 @@ def identity_settings(results: Mapping[str, Any], task: str | None = None,
             value = _setting_value(meta, key, used=True)
             if value is not None:
                 values[key] = canonical(value)
+    flipped = flipped_control(meta, results_file)
+    if flipped:
+        values[FLIP_KEY] = flipped
     for key in ("prompt_tokenizer", "ccs_prompt_file"):
         if key in values:
             shown[key] = short_name(values[key])
@@ -306,9 +336,11 @@ def identity_settings(results: Mapping[str, Any], task: str | None = None,
 
 
 def system_of(config: dict, marked_fine_tuned: bool = False, results: Mapping[str, Any] | None = None,
-              task: str | None = None) -> System:
+              task: str | None = None, results_file: Path | None = None, name: str | None = None) -> System:
     """The :class:`System` of a results file's ``config`` (label filled in later); with the
-    whole results file (``results``) and a ``task``, the identity settings of that task."""
+    whole results file (``results``, read from ``results_file``) and a ``task``, the
+    identity settings of that task. ``name``: the user's name for the run (``domsum report
+    --label``), else the ``run_label`` the task's metadata recorded."""
     results = results if results is not None else {"config": config}
     margs = model_args(config)
     spec = None
@@ -317,12 +349,14 @@ def system_of(config: dict, marked_fine_tuned: bool = False, results: Mapping[st
             spec = catalog.lookup(task)
         except catalog.UnknownTask:
             spec = None
-    values, shown = identity_settings(results, task, spec)
+    values, shown = identity_settings(results, task, spec, results_file)
     settings = tuple(sorted(values.items(), key=lambda kv: _order(kv[0])))
     shown_t = tuple(sorted(shown.items()))
+    name = name or run_label(results, task)
     served = served_model(config)
     if served:
-        return System(base=served, marked_fine_tuned=marked_fine_tuned, settings=settings, shown=shown_t)
+        return System(base=served, marked_fine_tuned=marked_fine_tuned, settings=settings, shown=shown_t,
+                      name=name)
     base = margs.get("pretrained") or str(results.get("model_name") or config.get("model") or "model")
     adapter = margs.get("peft") or None
     extras = tuple(sorted((k, margs[k]) for k in MODEL_KEYS if margs.get(k) and not
@@ -335,12 +369,20 @@ def system_of(config: dict, marked_fine_tuned: bool = False, results: Mapping[st
         if base_of:
             return System(base=base, trained_on=trained_on, marked_fine_tuned=True,
                           label=f"{short_name(str(base_of))} → {short_name(base)}",
-                          started_from=str(base_of), model_extras=extras, settings=settings, shown=shown_t)
+                          started_from=str(base_of), model_extras=extras, settings=settings, shown=shown_t,
+                          name=name)
     return System(base=base, adapter=adapter, trained_on=trained_on, marked_fine_tuned=marked_fine_tuned,
-                  model_extras=extras, settings=settings, shown=shown_t)
+                  model_extras=extras, settings=settings, shown=shown_t, name=name)
 
 
-_ORDER = ["chat_template", "fewshot_as_multiturn", "system_instruction", "max_length"]
+def run_label(results: Mapping[str, Any], task: str | None) -> str:
+    """The ``run_label`` a task of a results file recorded (its ``--metadata``), "" when none."""
+    meta = (((results.get("configs") or {}).get(task) or {}).get("metadata") or {}) if task else {}
+    value = meta.get("run_label")
+    return " ".join(str(value).split()) if value not in (None, "") else ""
+
+
+_ORDER = ["chat_template", "system_instruction", "max_length"]
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -353,6 +395,8 @@ def setting_text(name: str, value: str) -> str:
         return "chat" if value == "provider" else f"chat template {value[:7]}"
     if name == "system_instruction":
         return f"system instruction {value if value.startswith(chr(34)) else value[:7]}"
+    if name == FLIP_KEY:
+        return f"{value} flipped (change amplitude)"
     return f"{name.removeprefix('gen_kwargs.')}={value}"
 
 
@@ -388,19 +432,12 @@ def _suffix(system: System, names: Sequence[str], chat_values: set[str]) -> str:
     return chat + (f" [{', '.join(parts)}]" if parts else "")
 
 
-def _among(group: Sequence[System], name: str) -> Sequence[System]:
-    """The systems where setting ``name`` means something: ``fewshot_as_multiturn`` only
-    with a chat template (a chat run beside a plain one is told apart by "chat" alone)."""
-    if name == "fewshot_as_multiturn":
-        return [s for s in group if "chat_template" in dict(s.settings)]
-    return group
-
-
 def label_systems(systems: Iterable[System]) -> dict[Identity, str]:
-    """Readable, distinct labels: the model's last path components (more of them where two
-    models collide), then, where systems of one model differ in settings, what differs."""
+    """Readable, distinct labels: the name the user gave, else the model's last path
+    components (more of them where two models collide); then, where systems under one
+    label differ in settings, what differs."""
     systems = list({s.identity: s for s in systems}.values())
-    models = list({s.model: s for s in systems}.values())
+    models = list({s.model: s for s in systems if not s.name}.values())
     model_labels: dict[Any, str] = {}
     for depth in range(1, 8):
         model_labels = {s.model: s.label or _model_label(s, depth) for s in models}
@@ -409,11 +446,11 @@ def label_systems(systems: Iterable[System]) -> dict[Identity, str]:
     model_labels = {k: v.lstrip("_") or "model" for k, v in model_labels.items()}
     by_label: dict[str, list[System]] = {}
     for s in systems:
-        by_label.setdefault(model_labels[s.model], []).append(s)
+        by_label.setdefault(s.name or model_labels[s.model], []).append(s)
     labels: dict[Identity, str] = {}
     for label, group in by_label.items():
         names = sorted({k for s in group for k, _ in s.settings}, key=_order)
-        differing = [n for n in names if len({dict(s.settings).get(n) for s in _among(group, n)}) > 1]
+        differing = [n for n in names if len({dict(s.settings).get(n) for s in group}) > 1]
         chats = {dict(s.settings)["chat_template"] for s in group if "chat_template" in dict(s.settings)}
         for s in group:
             labels[s.identity] = label + _suffix(s, differing, chats)
@@ -427,7 +464,7 @@ def label_systems(systems: Iterable[System]) -> dict[Identity, str]:
 
 
 def same_model_notes(systems: Sequence[System], labels: Mapping[Identity, str]) -> list[str]:
-    """One note per model evaluated under more than one set of settings."""
+    """One note per model evaluated under more than one set of settings or names."""
     by_model: dict[Any, dict[Identity, System]] = {}
     for s in systems:
         by_model.setdefault(s.model, {})[s.identity] = s
@@ -437,13 +474,16 @@ def same_model_notes(systems: Sequence[System], labels: Mapping[Identity, str]) 
             continue
         names = sorted({k for s in group.values() for k, _ in s.settings}, key=_order)
         differing = [n.removeprefix("gen_kwargs.") for n in names
-                     if len({dict(s.settings).get(n) for s in _among(list(group.values()), n)}) > 1]
+                     if len({dict(s.settings).get(n) for s in group.values()}) > 1]
+        if len({s.name for s in group.values()}) > 1:
+            differing.append("run_label")
         notes.append(f"{', '.join(sorted(labels[i] for i in group))}: one model run with different "
                      f"settings ({', '.join(differing)}); reported as separate systems, never pooled (the "
                      "significance table compares them pair by pair on the documents both logged)")
     return notes
 
 
-__all__ = ["CARD_NAME", "GREEDY", "JUDGE_SETTINGS", "MODEL_KEYS", "PROMPT_SETTINGS", "USED_ALIASES", "Identity",
-           "System", "canonical", "generation_settings", "identity_settings", "label_systems", "model_args",
-           "read_card", "same_model_notes", "served_model", "setting_text", "short_name", "system_of"]
+__all__ = ["CARD_NAME", "GREEDY", "JUDGE_SETTINGS", "MODEL_KEYS", "PROMPT_SETTINGS", "USED_ALIASES",
+           "VARIANT_SETTINGS", "Identity", "Setup", "System", "canonical", "generation_settings",
+           "identity_settings", "label_systems", "model_args", "read_card", "run_label", "same_model_notes",
+           "served_model", "setting_text", "short_name", "system_of"]

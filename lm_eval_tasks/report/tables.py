@@ -297,10 +297,11 @@ class Builder:
                      notes=notes)
 
     def base_run(self, run: Run) -> Run | None:
-        identity = run.system.base_identity
-        if identity is None:
+        setup = run.system.base_setup
+        if setup is None:
             return None
-        base = next((s for s in self.runs.systems() if s.identity == identity), None)
+        base = next((s for s in sorted(self.runs.systems(), key=lambda s: (s.name != run.system.name, s.label))
+                     if s.setup == setup), None)
         if base is None:
             return None
         return self.runs.find(base, run.benchmark, run.subset, run.shots, run.spec.variant)
@@ -387,7 +388,7 @@ class CrossGroup:
     """The zero-shot runs of the systems fine-tuned from one base model, by (source, target)."""
 
     benchmark: str
-    #: the identity of the base system (model and settings)
+    #: the setup of the base system (model and settings, :attr:`~lm_eval_tasks.report.systems.System.setup`)
     base: tuple
     cells: dict[tuple[str, str], Run]
 
@@ -405,12 +406,24 @@ def cross_domain_groups(runs: Runs, benchmark: str) -> list[CrossGroup]:
     tuned = [r for r in runs.of(benchmark)
              if lookup_subset(r.system.trained_on) and not r.spec.variant and r.shots == 0]
     out = []
-    for base in sorted({r.system.base_identity or r.system.identity for r in tuned}, key=str):
-        group = [r for r in tuned if (r.system.base_identity or r.system.identity) == base]
+    for base in sorted({r.system.base_setup or r.system.setup for r in tuned}, key=str):
+        group = [r for r in tuned if (r.system.base_setup or r.system.setup) == base]
         cells = {(lookup_subset(r.system.trained_on), r.subset): r for r in group}
         if len({s for s, _ in cells}) * len({t for _, t in cells}) >= 2:
             out.append(CrossGroup(benchmark, base, cells))
     return out
+
+
+def left_out_table(runs: Runs) -> list[Table]:
+    """``runs_left_out``: each task of a results file the report does not use, with the
+    reason (none: no table). Why a table: the page names every run it leaves out beside
+    the tables it left it out of, and ``tables/runs_left_out.csv`` lists them for a script."""
+    if not runs.left_out:
+        return []
+    rows = [[str(x.results_file), x.task, x.system, x.reason] for x in runs.left_out]
+    return [Table("runs_left_out", "Runs left out", ["Results file", "Task", "System", "Why left out"], rows,
+                  caption=f"{counted(len(rows), 'task')} of results files under the folders given that no table, "
+                          "score or comparison above uses; every run used is listed under Runs.")]
 
 
 def pair_caption() -> str:
@@ -464,17 +477,17 @@ def lookup_subset(task: str | None) -> str | None:
         return None
 
 
-def base_label_of(runs: Runs, identity: tuple) -> str:
-    """The label of the system with ``identity`` (a cross-domain group's base), else its
+def base_label_of(runs: Runs, setup: tuple) -> str:
+    """The label of the system of ``setup`` (a cross-domain group's base), else its
     model's name with its settings."""
-    system = next((s for s in runs.systems() if s.identity == identity), None)
+    system = next((s for s in sorted(runs.systems(), key=lambda s: s.label) if s.setup == setup), None)
     if system is not None:
         return system.label
     from lm_eval_tasks.report.systems import setting_text
 
-    settings = ", ".join(setting_text(k, v) for k, v in (identity[3] if len(identity) > 3 else ()))
-    return short_name(identity[0]) + (f" [{settings}]" if settings else "")
+    settings = ", ".join(setting_text(k, v) for k, v in (setup[3] if len(setup) > 3 else ()))
+    return short_name(setup[0]) + (f" [{settings}]" if settings else "")
 
 
-__all__ = ["Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of",
+__all__ = ["Builder", "CrossGroup", "HEADLINE", "Options", "Table", "base_label_of", "left_out_table",
            "cross_domain_groups"]

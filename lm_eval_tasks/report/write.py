@@ -5,6 +5,8 @@ only) and writes into ``--out``:
 * ``report.md``: the same tables in Markdown;
 * ``tables/<name>.md|.csv|.tex``: each table for a paper;
 * ``scores.csv``: every run and key in long form (value, interval, stderr, documents);
+* ``tables/runs_left_out.csv`` (with a table on the page): each results file's task the
+  report does not use, and why;
 * ``comparisons.json``: every comparison the tables show, with its verdict (``a better``,
   ``b better``, ``no difference detected`` or ``not computed`` with the reason), Δ and its
   interval at the family's simultaneous level, p and the Holm-corrected p, the n of
@@ -20,17 +22,22 @@ between every two systems evaluated on the same documents. Intervals are percent
 bootstraps over documents of the logged per-document scores; p-values come from a
 paired permutation test (or ``--test bootstrap``). A system is a model (an API run's
 served ``model=``; else ``pretrained``, ``gguf_file`` and adapter ``peft``) plus every
-setting that changes its outputs: chat template, system instruction,
-``fewshot_as_multiturn``, ``max_length``, generation settings, prompt budgets and
-variant, judge model. Runs that differ in any of them are separate systems, labelled
-by what differs (``M (chat)``, ``M [max_doc_words=200]``); shots are the tables'
-settings axis. Comparisons use only the documents both runs logged and have a value for,
-the two scores beside a difference are over the same documents, and every table with a
+setting that changes its outputs: chat template, system instruction, ``max_length``,
+generation settings, prompt budgets and variant, judge model, and the name it was
+given (``--label DIR=NAME``, or ``run_label`` in the run's ``--metadata``). Runs that
+differ in any of them are separate systems, wherever their files lie, labelled by
+their name or by what differs (``M (chat)``, ``M [max_doc_words=200]``); shots are the
+tables' settings axis. A change-amplitude run (a control flipped on every document) is
+left out, and of several results files of one system and task the one that evaluated
+the most documents is used (the later of repeats); each run left out is named with the
+reason. Comparisons use only the documents both runs logged and have a value for, the
+two scores beside a difference are over the same documents, and every table with a
 difference shows those n. A LoRA adapter trained with ``domsum finetune`` is
 paired with its base model (same settings) through the adapter's ``run_card.json``. A
 folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned.
 
     domsum report out/runs --out out/report
+    domsum report out/runs --label out/runs/chat="SmolLM2 chat" --out out/report
     domsum report out/base out/lora --out out/report --test bootstrap --resamples 10000
 """
 
@@ -47,8 +54,8 @@ from lm_eval_tasks.report.figures import Figures, draw_all
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_tables import paper_tables, terms as paper_terms
 from lm_eval_tasks.report.page import Numbered, definitions, empty_notes, markdown, page, write_scores_csv, write_tables
-from lm_eval_tasks.report.runs import load_runs
-from lm_eval_tasks.report.tables import Builder, Options
+from lm_eval_tasks.report.runs import load_runs, parse_labels
+from lm_eval_tasks.report.tables import Builder, Options, left_out_table
 from lm_eval_tasks.results import parse_folder_spec
 from lm_eval_tasks.report.verdicts import in_order, verdicts, write_comparisons
 
@@ -71,9 +78,12 @@ class Written:
 
 
 def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tuned: Sequence[str] = (),
-                 plots: bool = True, progress: bool = True, overwrite: bool = False) -> Written:
+                 plots: bool = True, progress: bool = True, overwrite: bool = False,
+                 labels: Sequence[str] = ()) -> Written:
     """The whole report of ``folders`` (``DIR`` or ``DIR=fine-tuned``; the ``fine_tuned``
-    folders as ``DIR=fine-tuned``) into the folder ``out``.
+    folders as ``DIR=fine-tuned``) into the folder ``out``; ``labels``: ``RUN_FOLDER=NAME``,
+    the name of the system the runs under that folder evaluated
+    (:func:`~lm_eval_tasks.report.runs.parse_labels`).
 
     Written into a temporary folder beside ``out`` and then put in its place
     (:func:`custom_metrics.outputs.output_folder`: permissions from the umask, one writer
@@ -84,7 +94,7 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
     ``folders``) and :class:`lm_eval_tasks.results.ResultsError`.
     """
     check_folder(out, overwrite)  # before the runs are read: a refusal costs nothing
-    runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)])
+    runs = load_runs([*folders, *(f"{d}=fine-tuned" for d in fine_tuned)], labels=parse_labels(labels))
     if not runs.runs:
         missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
         raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
@@ -101,7 +111,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     from custom_metrics.progress import bar
 
     steps = bar(3, "report", unit="step", enabled=None if progress else False, leave=False)
-    tables = paper_tables(builder, builder.all(), folders)
+    tables = [*paper_tables(builder, builder.all(), folders), *left_out_table(runs)]
     steps.update(1)
     figs = draw_all(builder, out / "figures") if plots else Figures(out / "figures")
     steps.update(1)

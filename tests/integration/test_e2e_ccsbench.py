@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -81,25 +82,34 @@ def test_3shot_and_hard_without_judge(tmp_path, tiny_causal_lm, fixture_data_dir
 
 
 @pytest.mark.slow
-def test_change_amplitude_cli(tmp_path, tiny_causal_lm, fixture_data_dir):
+def test_change_amplitude_cli_and_its_report(tmp_path, tiny_causal_lm, fixture_data_dir):
+    """The study through the real CLI, then through ``domsum report``: every Figure 4 cell
+    recomputed from the runs' samples; the flipped runs record their control and are left out
+    of every table, score and comparison with the reason, the original run being the
+    model's CCSBench row under the name ``run_label`` gave it."""
+    import csv
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from conftest import ROOT, report_table
+    from lm_eval_tasks.analysis.amplitude import FLIP_KEY
+    from lm_eval_tasks.commands import report
 
+    study = tmp_path / "study"
     proc = subprocess.run(
         [sys.executable, "-m", "lm_eval_tasks.cli", "change-amplitude", "--model-args", f"pretrained={tiny_causal_lm}",
          "--data-dir", str(fixture_data_dir), "--attributes", "length,readability", "--n", "2",
-         "--out-dir", str(tmp_path), "--", "--gen_kwargs", "max_gen_toks=12"],
+         "--metadata", json.dumps({"run_label": "tiny ccs"}),
+         "--out-dir", str(study), "--", "--gen_kwargs", "max_gen_toks=12"],
         cwd=ROOT, env=subprocess_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rep = json.loads((tmp_path / "change_amplitude.json").read_text())  # strict JSON: null, never NaN
+    rep = json.loads((study / "change_amplitude.json").read_text())  # strict JSON: null, never NaN
     assert rep["figure4"]["rows"] == ["length", "readability"]
     keys = [c["key"] for c in rep["figure4"]["columns"]]
     assert keys == ["length_pcc", "length_mad", "keyword_sr", "delta_fkgl"]  # no judge: no focus column
     # every cell recomputed from the runs' logged per-document scores
-    runs = {"original": tmp_path / "run_original", "length": tmp_path / "run_length",
-            "readability": tmp_path / "run_readability"}
+    runs = {"original": study / "run_original", "length": study / "run_length",
+            "readability": study / "run_readability"}
     ability = {name: control_ability([s.logged for s in read_samples(sample_files(d, "ccsbench_compositional")[0])])
                for name, d in runs.items()}
     nulls = 0
@@ -109,11 +119,54 @@ def test_change_amplitude_cli(tmp_path, tiny_causal_lm, fixture_data_dir):
             nulls += want is None
             assert cell == (None if want is None else pytest.approx(want))
     assert rep["undefined"] == nulls == len(rep["undefined_cells"])
-    assert (tmp_path / "change_amplitude.csv").read_text().startswith("changed_attribute,length_pcc,")
+    assert (study / "change_amplitude.csv").read_text().startswith("changed_attribute,length_pcc,")
     # prompts of the flipped run really carry the flipped control
-    flipped = sample_files(tmp_path / "run_length", "ccsbench_compositional")
+    flipped = sample_files(study / "run_length", "ccsbench_compositional")
     doc = json.loads(flipped[0].read_text().splitlines()[0])["doc"]
     assert doc["length_bin"] in (2, 3)
+    recorded = {name: json.loads(next(d.rglob("results_*.json")).read_text())["configs"]["ccsbench_compositional"]
+                ["metadata"] for name, d in runs.items()}
+    assert {name: m.get(FLIP_KEY) for name, m in recorded.items()} == {
+        "original": None, "length": "length", "readability": "readability"}
+
+    # the report: the original run is the model's row, named by run_label; the flipped ones are left out
+    out = tmp_path / "report"
+    assert report.main([str(study), "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    original = next(runs["original"].rglob("results_*.json"))
+    scores = [r for r in csv.DictReader(open(out / "scores.csv", encoding="utf-8")) if r["benchmark"] == "ccsbench"]
+    assert scores and {(r["system"], r["results_file"]) for r in scores} == {("tiny ccs", str(original))}
+    logged = [s.logged for s in read_samples(sample_files(runs["original"], "ccsbench_compositional")[0])]
+    sr = next(r for r in scores if r["key"] == "keyword_sr")
+    assert (sr["n_documents"], float(sr["value"])) == ("2", pytest.approx(sum(d["keyword_sr"] for d in logged) / 2))
+    for table in ("ccsbench_table4", "ccsbench_scores"):
+        ours = [r for r in report_table(out, table) if "published" not in " ".join(r.values())]
+        assert ours and {r["System"] for r in ours} == {"tiny ccs"}, table
+    comparisons = json.loads((out / "comparisons.json").read_text(encoding="utf-8"))["comparisons"]
+    assert not any("flipped" in f"{c['a']} {c['b']}" for c in comparisons)
+    left = report_table(out, "runs_left_out")
+    assert sorted((Path(r["Results file"]).relative_to(study).parts[0], r["Task"], r["System"]) for r in left) == [
+        ("run_length", "ccsbench_compositional", "tiny ccs [length flipped (change amplitude)]"),
+        ("run_readability", "ccsbench_compositional", "tiny ccs [readability flipped (change amplitude)]")]
+    for r in left:
+        control = Path(r["Results file"]).relative_to(study).parts[0].removeprefix("run_")
+        assert r["Why left out"].startswith(f"{control} flipped (change amplitude) on every document: a run of a "
+                                            "change-amplitude study, not the model's run of ccsbench_compositional")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Runs left out" in md and "the latest" not in md
+    assert "readability flipped (change amplitude) on every document" in (out / "report.html").read_text(
+        encoding="utf-8")
+    # a study written before its runs recorded the flip: known by its layout, left out alike
+    import shutil
+
+    legacy = shutil.copytree(study, tmp_path / "legacy")
+    for path in legacy.rglob("results_*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["configs"]["ccsbench_compositional"]["metadata"].pop(FLIP_KEY, None)
+        path.write_text(json.dumps(data), encoding="utf-8")
+    assert report.main([str(legacy), "--out", str(tmp_path / "legacy_report"), "--no-progress", "--no-plots"]) == 0
+    again = report_table(tmp_path / "legacy_report", "runs_left_out")
+    assert [(r["System"], r["Why left out"]) for r in again] == [(r["System"], r["Why left out"]) for r in left]
+    assert {r["System"] for r in report_table(tmp_path / "legacy_report", "ccsbench_scores")} == {"tiny ccs"}
 
 
 def test_prompt_file_dump_round_trips(tmp_path):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +154,26 @@ def test_chat_and_plain_runs_are_two_systems_in_everyreport_table(runs):
         100 * _mean([d["bertscore_f1"] for d in chat.values()]), abs=0.005)
     scores = list(csv.DictReader(open(runs["out"] / "scores.csv", encoding="utf-8")))
     chat_row = next(r for r in scores if r["system"] == f"{m} (chat)")
-    assert chat_row["settings"].startswith("chat template ") and "fewshot_as_multiturn=true" in chat_row["settings"]
+    chat_results = json.loads(next((runs["root"] / "chat").rglob("results_*.json")).read_text())
+    assert chat_row["settings"] == f"chat template {chat_results['chat_template_sha'][:7]}"
+
+
+def test_fewshot_as_multiturn_is_not_what_the_suite_did(runs):
+    """lm-eval records ``fewshot_as_multiturn: true`` for the chat run, but the 2-shot prompt
+    the model received is one user turn holding both demonstrations: the chat template applied
+    to the record's whole prompt as a single user message. So the settings column never says
+    fewshot_as_multiturn."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(runs["tiny"])
+    [sample] = own_samples(runs["root"] / "chat", TASK_2)[:1]
+    prompt = sample["doc"]["prompt"]
+    assert "Example 1:\nDocument: " in prompt and "Example 2:\nDocument: " in prompt  # both demonstrations
+    one_turn = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                       add_generation_prompt=True)
+    assert sample["arguments"]["gen_args_0"]["arg_0"] == one_turn
+    scores = list(csv.DictReader(open(runs["out"] / "scores.csv", encoding="utf-8")))
+    assert not any("multiturn" in r["settings"] for r in scores)
 
 
 def test_settings_table_compares_one_system_on_shared_documents(runs):
@@ -217,8 +235,7 @@ def test_api_run_is_named_by_its_served_model(runs):
                                                      abs=0.005)
     assert not any("local-chat-completions" in r["System"] for r in rows)
     scores = list(csv.DictReader(open(runs["out"] / "scores.csv", encoding="utf-8")))
-    assert {(r["base"], r["settings"]) for r in scores if r["system"] == "foo"} == {
-        ("foo", "chat, fewshot_as_multiturn=true")}
+    assert {(r["base"], r["settings"]) for r in scores if r["system"] == "foo"} == {("foo", "chat")}
     # the same model name under pretrained= is not an API run
     assert system_of({"model": "vllm", "model_args": "pretrained=org/m,model=x"}).base == "org/m"
     assert system_of({"model": "openai-completions", "model_args": {"model": "gpt-x"}}).base == "gpt-x"
@@ -237,7 +254,8 @@ def test_runs_differing_in_max_doc_words_are_two_systems(runs):
 
 def test_no_shared_documents_are_not_paired_and_repeats_are_deduplicated(runs, tmp_path):
     """A system whose 2-shot run logged other documents than its 0-shot run: not compared
-    (said in Notes); the same system's run found twice: the latest kept (with a note)."""
+    (said in Notes); the same system's run found twice on as many documents: a repeat, the
+    later one used and the other listed under Runs left out with why."""
     root, m = runs["root"], runs["model"]
 
     def other_model_args(data):  # one setting changed: a new system, labelled by it
@@ -269,8 +287,53 @@ def test_no_shared_documents_are_not_paired_and_repeats_are_deduplicated(runs, t
             "document; not compared") in notes
     sig = report_table(out, "significance")
     assert not any({x["A"], x["B"]} == {f"{m} (2-shot)", f"{m} [max_length=4096] (2-shot)"} for x in sig)
-    # the plain 0-shot run twice (same system, same task): one row, the later file, with a note
+    # the plain 0-shot run twice (same system, same task, same documents): one row, the later file;
+    # the other named with the reason
     scores = report_table(out, "domainsum_scores")
     assert [x["Setting"] for x in scores if x["System"] == m] == ["0-shot", "2-shot"]
-    assert re.search(rf"{re.escape(m)}: {TASK_0} appears in 2 results files of the same system and settings; "
-                     r"the latest \(.*2999-01-01T00-00-00\.000001\.json\) is used", notes)
+    [later] = list((tmp_path / "again").rglob("results_*.json"))
+    [earlier] = list((root / "plain0").rglob("results_*.json"))
+    assert [(x["Results file"], x["Task"], x["System"], x["Why left out"]) for x in report_table(out, "runs_left_out")] \
+        == [(str(earlier), TASK_0, m, f"same system, settings and task as {later}, which is used: a repeat on as many "
+                                      "documents (3), of which the later run is used")]
+    assert "the latest" not in md
+
+
+def test_runs_in_one_folder_are_their_own_systems_under_the_names_given(runs, tmp_path):
+    """Two runs side by side in one folder with different settings are two systems, never
+    "the latest file"; ``run_label`` in a run's metadata and ``--label FOLDER=NAME`` name them
+    on the page and in scores.csv."""
+    root, m = runs["root"], runs["model"]
+    one = tmp_path / "one" / "model"
+
+    def named(data):
+        data["configs"][TASK_0]["metadata"]["run_label"] = "short docs"
+
+    _copy_run(root / "plain0", one)
+    _copy_run(root / "budget", one, edit=named)
+    assert len(list(one.glob("results_*.json"))) == 2
+    zero, budget = _samples(root / "plain0", TASK_0), _samples(root / "budget", TASK_0)
+
+    def check(out: Path, plain: str, short: str) -> None:
+        rows = {r["System"]: r for r in report_table(out, "domainsum_scores")}
+        assert {(k, r["Setting"], r["n"]) for k, r in rows.items()} == {(plain, "0-shot", "3"), (short, "0-shot", "3")}
+        for label, logged in ((plain, zero), (short, budget)):
+            assert _value(rows[label]["BERTScore"]) == pytest.approx(
+                100 * _mean([d["bertscore_f1"] for d in logged.values()]), abs=0.005)
+        scores = list(csv.DictReader(open(out / "scores.csv", encoding="utf-8")))
+        assert {(r["system"], r["settings"], Path(r["results_file"]).parent) for r in scores} == {
+            (plain, "", one), (short, "max_doc_words=20", one)}
+        assert not (out / "tables" / "runs_left_out.csv").exists()  # nothing left out
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert f">{short}</td>" in page and f">{plain}</td>" in page
+
+    out = tmp_path / "named"
+    assert report.main([str(tmp_path / "one"), "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    check(out, m, "short docs")
+    # the report's --label names the folder's runs (over run_label); their settings still tell them apart
+    out = tmp_path / "labelled"
+    assert report.main([str(tmp_path / "one"), "--label", f"{one}=tiny", "--out", str(out), "--no-progress",
+                        "--no-plots"]) == 0
+    check(out, "tiny", "tiny [max_doc_words=20]")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "tiny, tiny [max_doc_words=20]: one model run with different settings (max_doc_words)" in md

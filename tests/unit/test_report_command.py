@@ -20,3 +20,14 @@ def test_report_of_a_missing_folder_names_it(tmp_path, capsys):
     assert report.main([str(missing), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert capsys.readouterr().err.strip() == f"report: error: no such folder: {missing}"
     assert not (tmp_path / "o").exists()
+
+
+def test_a_label_that_cannot_name_a_run_is_one_line(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    for spec, want in (("runs", "--label 'runs': give RUN_FOLDER=NAME"),
+                       (f"{tmp_path / 'runs'}=a\nb", "NAME must be text (one line, at most 80 characters)")):
+        assert report.main([str(tmp_path / "runs"), "--label", spec, "--out", str(tmp_path / "o"),
+                            "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith("report: error: --label ") and want in err
+        assert not (tmp_path / "o").exists()
