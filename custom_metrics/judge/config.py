@@ -47,7 +47,7 @@ CACHE_FLUSH_WAIT_S = 1.0     # at a batch's end, answers not yet saved get this 
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
 # Sizing when timeout / concurrency are unset (see the package docstring and
 # custom_metrics.judge.pacing).
-START_CONCURRENCY = 8        # requests in flight when a batch starts
+START_CONCURRENCY = 32       # requests in flight when a batch starts: its items, at most this
 AUTO_CONCURRENCY_MAX = 64    # the most pacing raises it to
 LATENCY_TOLERANCE = 1.5      # an answer within this x the fastest one: the server still has room
 CONGESTION_STATUSES = (429, 503)  # halve the requests in flight (once per burst)

@@ -3,6 +3,10 @@ without a server: the bound's moves and the estimate's arithmetic."""
 
 from __future__ import annotations
 
+import heapq
+import math
+from collections import deque
+
 import pytest
 
 from custom_metrics.judge import JudgeConfig, budget
@@ -48,6 +52,81 @@ def test_the_bound_stays_within_one_and_the_maximum():
     for _ in range(200):
         pacer.on_answer(0.1, saturated=True)
     assert pacer.slots.limit == conf.AUTO_CONCURRENCY_MAX
+
+
+def test_the_first_wave_is_the_batch_up_to_the_ceiling_and_a_set_bound_is_kept():
+    for items, wave in ((1, 1), (5, 5), (conf.START_CONCURRENCY, conf.START_CONCURRENCY),
+                        (10 * conf.START_CONCURRENCY, conf.START_CONCURRENCY), (0, 1)):
+        pacer = Pacer(Slots(conf.START_CONCURRENCY), None)
+        pacer.first_wave(items)
+        assert (pacer.slots.limit, pacer.start, pacer.peak) == (wave, wave, wave)
+    fixed = Pacer(Slots(3), 3)
+    fixed.first_wave(100)
+    assert (fixed.slots.limit, fixed.start) == (3, 3)
+
+
+def simulate(items: int, server_slots: int, latency: float) -> tuple[float, list[int]]:
+    """The pacer of one batch against a model server, on a simulated clock: the client
+    sends while a slot is free (as :class:`~custom_metrics.judge.client.Client` does,
+    ``saturated`` as it reads it); the server answers ``server_slots`` requests at a time,
+    each in ``latency``, the rest queued in order of arrival. Returns when the last
+    answer came and the bound at the start and after each round trip (``latency``) but the last."""
+    slots = Slots(conf.START_CONCURRENCY)
+    pacer = Pacer(slots, None)
+    pacer.first_wave(items)
+    waiting, now, seq = items, 0.0, 0
+    queued: deque[float] = deque()  # sent, waiting for a server slot: when sent
+    serving: list[tuple[float, int, float]] = []  # (answered at, order, sent at)
+    bounds = [slots.limit]
+
+    def send() -> None:
+        nonlocal waiting, seq
+        while waiting and slots.in_use < slots.limit:
+            waiting -= 1
+            slots.in_use += 1
+            queued.append(now)
+        while queued and len(serving) < server_slots:
+            seq += 1
+            heapq.heappush(serving, (now + latency, seq, queued.popleft()))
+
+    send()
+    while serving:
+        now, _, sent = heapq.heappop(serving)
+        while now > len(bounds) * latency + 1e-9:  # the answers of round trip len(bounds) are in
+            bounds.append(slots.limit)
+        saturated = slots.in_use + waiting >= slots.limit
+        slots.release()
+        pacer.on_answer(now - sent, saturated)
+        send()
+    return now, bounds
+
+
+@pytest.mark.parametrize("items", [96, 400])
+def test_the_ramp_leaves_no_slot_of_a_batching_server_idle(items):
+    """16 slots, 0.2 s each: the server is busy from the first request to the last, so the
+    batch takes items / 16 round trips, the least any client can. (Starting at 8 and
+    doubling per round trip left 8 slots idle in the first round trip: 96 items took 7
+    round trips of 6, 1.3 s for 1.2 s.)"""
+    finish, bounds = simulate(items, 16, 0.2)
+    assert finish == pytest.approx(math.ceil(items / 16) * 0.2)
+    assert bounds[0] == conf.START_CONCURRENCY and max(bounds) <= conf.AUTO_CONCURRENCY_MAX
+
+
+def test_the_ramp_doubles_each_round_trip_against_a_wider_server():
+    """A server wider than the first wave answers the whole wave near the fastest latency:
+    the bound doubles in that round trip (to the most pacing allows), not +1 per round trip."""
+    start = conf.START_CONCURRENCY
+    finish, bounds = simulate(3 * start, 128, 0.2)
+    assert bounds[:2] == [start, min(2 * start, conf.AUTO_CONCURRENCY_MAX)]
+    assert finish == pytest.approx(0.2 + math.ceil(2 * start / bounds[1]) * 0.2)  # the wave, then the rest
+
+
+def test_the_ramp_keeps_a_one_at_a_time_server_busy_and_holds_its_bound():
+    """One slot: from the second answer on, each comes a latency later than the one
+    before (a queue), so the bound holds at the first wave; the server never idles."""
+    finish, bounds = simulate(100, 1, 0.02)
+    assert finish == pytest.approx(100 * 0.02)
+    assert max(bounds) <= conf.START_CONCURRENCY + 1  # the first answer, the fastest, adds one
 
 
 def test_estimate_counts_uncached_unique_requests_tokens_and_cost():
