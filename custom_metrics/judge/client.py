@@ -12,10 +12,10 @@ timeout and requests in flight, and retries with backoff, each counted in
   heal by waiting.
 * A resizable slot pool (:class:`Slots`) bounds the requests in flight: judge
   endpoints rate-limit, and a local vLLM server batches best with a steady load.
-* Requests in flight, when unset, start with a wide first wave and adapt to the
-  answers' latency and to 429/503/timeouts (:mod:`custom_metrics.judge.pacing`); an
-  unset timeout follows the slowest answer (package docstring, "Sizing"). No request
-  goes alone to measure.
+* Requests in flight, when unset, start with a first wave that widens until the first
+  answer and adapt to the answers' latency and to 429/503/timeouts
+  (:mod:`custom_metrics.judge.pacing`); an unset timeout follows the slowest answer
+  (package docstring, "Sizing"). No request goes alone to measure.
 * Requests are posted as the JSON body they are (``client.post``, the ``openai``
   client's own way to call any endpoint, with its authentication, errors and
   timeouts) and replies read from the raw body into a dict. ``chat.completions.create``
@@ -32,8 +32,9 @@ timeout and requests in flight, and retries with backoff, each counted in
   An unset timeout that grows (the first answer sizes it for the queue in flight, a
   slower answer or timeouts raise it) moves the deadlines of the attempts already in
   flight too, never earlier: they were sent under the same queue, and the first wave
-  (sent with :data:`~custom_metrics.judge.config.FIRST_TIMEOUT_S`) would otherwise
-  time out at the back of a slow one-at-a-time server's queue and be paid for twice.
+  (sent with :data:`~custom_metrics.judge.config.FIRST_TIMEOUT_S`, up to 32 at once)
+  would otherwise time out at the back of a slow one-at-a-time server's queue and be
+  paid for twice.
 * The API key comes from the configuration only (the settings resolver reads the
   environment); every error text passes :func:`custom_metrics.secrets.mask`.
 
@@ -217,6 +218,8 @@ class Client:
         # the deadline of each attempt in flight, and when it was sent (loop time): moved when
         # an unset timeout grows (module docstring)
         self.deadlines: dict[asyncio.Timeout, float] = {}
+        self.posted = 0  # requests posted and not yet answered (the pacer's "posted")
+        self._widening: asyncio.TimerHandle | None = None  # the first wave's next widening
         self.request_ids = 0
         self.adaptations = 0
         self.calls_sent = 0
@@ -251,12 +254,27 @@ class Client:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        if self._widening is not None:
+            self._widening.cancel()
         if self.calls_sent:
             self.stats.sizing.append(self.sizing_record())
         if self.client is not None:
             await self.client.close()
 
     # ---- sizing (timeout and requests in flight)
+
+    def first_wave(self, requests: int) -> None:
+        """Open the batch's first wave for ``requests`` items and widen it every
+        :data:`~custom_metrics.judge.config.FIRST_WAVE_STEP_S` until the first answer
+        (:mod:`custom_metrics.judge.pacing`). Called in the event loop, before any request."""
+        self.pacer.first_wave(requests)
+        if not self.concurrency_set and self.pacer.wave > self.slots.limit:
+            self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
+
+    def _widen(self) -> None:
+        self._widening = None
+        if self.pacer.widen():
+            self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def sizing_record(self) -> dict[str, Any]:
         """What this batch used, for :attr:`JudgeStats.sizing` and the results."""
@@ -266,12 +284,13 @@ class Client:
                 "timeout_s": round(self.timeout_s, 3), "timeout_source": "set" if self.timeout_set else "auto",
                 "start_concurrency": pacer.start, "max_concurrency": self.slots.limit,
                 "peak_concurrency": pacer.peak, "concurrency_decreases": pacer.decreases,
+                "concurrency_trims": pacer.trims,
                 "concurrency_source": "set" if self.concurrency_set else "auto",
                 "timeout_adaptations": self.adaptations}
 
-    def _answered_in(self, latency: float, saturated: bool) -> None:
+    def _answered_in(self, latency: float, saturated: bool, posted: int) -> None:
         first = not self.pacer.answered
-        self.pacer.on_answer(latency, saturated)
+        self.pacer.on_answer(latency, saturated, posted)
         if not self.timeout_set:
             # the first answer sizes the wait, for a queue as long as the requests in flight (a
             # one-at-a-time server answers the last of them that much later); a slower answer
@@ -373,6 +392,8 @@ class Client:
                     self.calls_sent += 1
                     async with deadline:
                         self.deadlines[deadline] = started
+                        self.posted += 1
+                        posted = self.posted
                         try:
                             body = await self.client.post("/chat/completions", cast_to=bytes,
                                                           body={"model": cfg.model, "messages": messages,
@@ -380,11 +401,12 @@ class Client:
                                                           options={"timeout": reads})
                         finally:
                             del self.deadlines[deadline]
+                            self.posted -= 1
                         data = completion_dict(body)
                 finally:
                     saturated = self.slots.saturated()
                     self.slots.release()
-                self._answered_in(time.monotonic() - t0, saturated)
+                self._answered_in(time.monotonic() - t0, saturated, posted)
                 return data
             except openai.APIStatusError as exc:
                 if not retryable_status(exc.status_code):

@@ -7,25 +7,42 @@ A serial first-request probe (what sized batches before) cost one latency per ba
 under load, read a slow answer as a slow server: it kept 2 requests in flight against a
 server with room for 16.
 
-* **A wide first wave.** A batch starts with all its items in flight, at most
-  :data:`~.config.START_CONCURRENCY` (32). Why this wide, unmeasured: each round trip
-  the bound spends below the server's width costs that round trip's idle slots, and
-  nothing is known before the first answers anyway. Starting at 8 and doubling per
-  round trip left half of a 16-slot server idle for the first round trip and reached
-  48 only after two (docs/speed.md has the figures). Too wide costs little: a narrower server queues the rest (its throughput is the same),
-  and the requests in flight when the first answer sizes the wait get that wait too
+* **A first wave that widens until the first answer.** A batch starts with
+  :data:`~.config.START_CONCURRENCY` (8) requests in flight, doubled every
+  :data:`~.config.FIRST_WAVE_STEP_S` (25 ms) while no answer has come, up to the batch's
+  items and at most :data:`~.config.FIRST_WAVE_MAX` (32). Why widen with time: what a
+  first wave narrower than the server costs grows with the server's latency (its idle
+  slots for a whole round trip: starting at 8 and doubling per round trip left half of
+  a 16-slot server idle for the first 0.2 s round trip), what a wider one costs does
+  not (a deeper queue at a narrow server and a burst of connections: milliseconds of
+  client and server CPU per request). So a server that answers within 25 ms, whose
+  round trips are cheap, is not sent a deep queue, and every slower one (every real
+  model server) gets the whole wave within 50 ms, before its first answer. The
+  requests in flight when the first answer sizes the wait get that wait too
   (:class:`~.client.Client`), so the back of a one-at-a-time server's queue does not
-  time out. Sized from the batch, not fixed: a batch of 3 starts with 3, so that a
-  429 halving it means something.
+  time out. Sized from the batch too: a batch of 3 starts with 3, so that a 429
+  halving it means something. (docs/speed.md has the figures.)
 * **Increase** while answers come back near the fastest latency seen in the batch
   (within :data:`~.config.LATENCY_TOLERANCE` of it: the server still has room) and
   requests are waiting for a slot: +1 per answer at first ("slow start", so that the
   bound doubles each round trip), then +1 per round trip once the server has shown a
   queue. Never above :data:`~.config.AUTO_CONCURRENCY_MAX`.
 * **Hold** when answers come back slower than that: requests queue at the server, and
-  more in flight would only lengthen the queue. Not a decrease: a loaded client reads
-  answers late, and a bound cut on latency alone would read that as a narrow server
-  (the probe's fault above); a queue the bound outgrew shows as timeouts, which halve it.
+  more in flight would only lengthen the queue.
+* **Trim** to :data:`~.config.QUEUE_GAIN` (2) times the server's width once a whole round
+  trip of answers (as many as the bound) shows a queue: a wide first wave at a narrow
+  server (one at a time on a CPU) would otherwise keep its queue that deep for the whole
+  batch, each answer waiting behind 32, for no throughput. The width an answer shows is
+  ``n x fastest / latency``, ``n`` the requests posted (this one included) when it was
+  posted: a FIFO server of width ``w`` answers it after about ``n / w`` fastest
+  latencies. The round trip's largest is taken, so that one answer near the fastest
+  (a server whose latency merely varies, as a hosted API's does) keeps the bound: only
+  a queue slows every answer of a round trip. (A server that does not answer in order
+  of arrival may thus never be trimmed: the bound then holds, as before.) Never below
+  :data:`~.config.QUEUE_FLOOR`
+  (a queue of several covers the client's turnaround between an answer and the next
+  request, which on a loaded machine takes milliseconds), and only while requests wait
+  for a slot (otherwise ``n`` is the batch's demand, not the server's width).
 * **Halve** on HTTP 429 or 503 and when timeouts show the queue outgrew the timeout,
   once per burst (``generation``): the answers to requests sent before a decrease say
   nothing of the new bound.
@@ -54,26 +71,50 @@ class Pacer:
         self.credit = 0.0
         self.generation = 0  # bumped by each decrease: one burst of faults decreases once
         self.decreases = 0
+        self.trims = 0
+        self.wave = slots.limit  # the most the first wave widens to
+        self._new_round()
+
+    def _new_round(self) -> None:
+        """Start a round trip of answers to judge the queue by (see "Trim")."""
+        self.round_answers = 0
+        self.round_width = 0.0  # the largest width an answer of the round showed
+        self.round_queued = False  # an answer of the round was slow
+        self.round_demand = True  # requests waited for a slot at every answer of the round
 
     def first_wave(self, requests: int) -> None:
-        """Size the first wave from the batch: its ``requests``, at most
-        :data:`~.config.START_CONCURRENCY` (module docstring); before any request."""
+        """Size the first wave from the batch's ``requests`` (module docstring); before
+        any request. :meth:`widen` then widens it."""
         if self.fixed:
             return
-        self.slots.resize(max(1, min(conf.START_CONCURRENCY, requests)))
+        self.wave = max(1, min(conf.FIRST_WAVE_MAX, requests))
+        self.slots.resize(min(conf.START_CONCURRENCY, self.wave))
         self.start = self.peak = self.slots.limit
+
+    def widen(self) -> bool:
+        """No answer yet, another :data:`~.config.FIRST_WAVE_STEP_S` on: twice as many in
+        flight, up to the first wave's width. True while it may widen again (not after
+        the first answer, a 429/503 or timeouts, nor at its width)."""
+        if self.fixed or self.answered or self.decreases or self.slots.limit >= self.wave:
+            return False
+        self._resize(min(self.wave, 2 * self.slots.limit))
+        self.start = self.slots.limit
+        return self.slots.limit < self.wave
 
     @property
     def answered(self) -> bool:
         return self.floor_s < math.inf
 
-    def on_answer(self, latency_s: float, saturated: bool) -> None:
+    def on_answer(self, latency_s: float, saturated: bool, posted: int = 1) -> None:
         """One answer in ``latency_s``; ``saturated``: every slot was taken or waited for
-        when it came (otherwise a larger bound would have changed nothing)."""
+        when it came (otherwise a larger bound would have changed nothing); ``posted``:
+        the requests posted and not yet answered when it was posted, itself included."""
         self.floor_s = min(self.floor_s, latency_s)
         if self.fixed:
             return
-        if latency_s > self.floor_s * conf.LATENCY_TOLERANCE:
+        slow = latency_s > self.floor_s * conf.LATENCY_TOLERANCE
+        self._round(latency_s, saturated, posted, slow)
+        if slow:
             self.slow_start = False  # a queue at the server: hold
             return
         if not saturated:
@@ -87,6 +128,23 @@ class Pacer:
             self.credit -= 1.0
             self._resize(limit + 1)
 
+    def _round(self, latency_s: float, saturated: bool, posted: int, slow: bool) -> None:
+        """Count the answer into this round trip; at its end, trim the bound to the width
+        it showed when every answer of it was slow (module docstring, "Trim")."""
+        self.round_answers += 1
+        self.round_width = max(self.round_width, posted * self.floor_s / max(latency_s, 1e-9))
+        self.round_queued = self.round_queued or slow
+        self.round_demand = self.round_demand and saturated
+        limit = self.slots.limit
+        if self.round_answers < limit:
+            return
+        target = max(conf.QUEUE_FLOOR, math.ceil(conf.QUEUE_GAIN * self.round_width))
+        if self.round_queued and self.round_demand and target < limit:
+            self.trims += 1
+            self.credit = 0.0
+            self.slots.resize(target)
+        self._new_round()
+
     def on_congestion(self, generation: int) -> bool:
         """A 429/503, or timeouts of two requests, among requests sent under ``generation``:
         halve the bound, unless this burst already did. True when it did now."""
@@ -97,6 +155,7 @@ class Pacer:
         self.slow_start = False
         self.credit = 0.0
         self._resize(self.slots.limit // 2)
+        self._new_round()
         return True
 
     def _resize(self, limit: int) -> None:
