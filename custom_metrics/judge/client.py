@@ -219,6 +219,7 @@ class Client:
         # an unset timeout grows (module docstring)
         self.deadlines: dict[asyncio.Timeout, float] = {}
         self.posted = 0  # requests posted and not yet answered (the pacer's "posted")
+        self.last_post_at = 0.0  # loop time of the last request posted
         self._widening: asyncio.TimerHandle | None = None  # the first wave's next widening
         self.request_ids = 0
         self.adaptations = 0
@@ -272,9 +273,18 @@ class Client:
             self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def _widen(self) -> None:
+        """A step counts only once every request the bound lets out has been posted, from
+        the last of them (:mod:`custom_metrics.judge.pacing`: a client slow to send its
+        wave reads the first answer as late)."""
+        loop = asyncio.get_running_loop()
         self._widening = None
+        wait = self.last_post_at + conf.FIRST_WAVE_STEP_S - loop.time()
+        if self.posted < self.slots.in_use or wait > 0:
+            if not self.pacer.answered:
+                self._widening = loop.call_later(max(wait, conf.FIRST_WAVE_STEP_S / 5), self._widen)
+            return
         if self.pacer.widen():
-            self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
+            self._widening = loop.call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def sizing_record(self) -> dict[str, Any]:
         """What this batch used, for :attr:`JudgeStats.sizing` and the results."""
@@ -393,7 +403,7 @@ class Client:
                     async with deadline:
                         self.deadlines[deadline] = started
                         self.posted += 1
-                        posted = self.posted
+                        posted, self.last_post_at = self.posted, started
                         try:
                             body = await self.client.post("/chat/completions", cast_to=bytes,
                                                           body={"model": cfg.model, "messages": messages,

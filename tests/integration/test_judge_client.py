@@ -221,9 +221,9 @@ def test_transformers_serve_like_server_auto_mode_counts_everything():
 
 
 def test_default_sizing_starts_the_whole_batch_in_flight_without_a_probe():
-    """A batch smaller than the first wave's most goes out before the first answer: 8 at
-    once, the other 4 at the first widening step (25 ms, of a 0.2 s latency)."""
-    assert judge_conf.START_CONCURRENCY < 12 < judge_conf.FIRST_WAVE_MAX
+    """A batch smaller than the first wave goes out at once: the 12th request reaches the
+    server before the first is answered (before, 8 went out and the rest waited)."""
+    assert 12 <= judge_conf.START_CONCURRENCY
     with StubJudgeServer(latency_s=0.2, time_limit_s=60) as srv:
         res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
     assert res.n_scored == 12
@@ -237,10 +237,10 @@ def test_default_sizing_starts_the_whole_batch_in_flight_without_a_probe():
 
 
 def test_the_first_round_trip_fills_a_batching_server():
-    """16 slots, 64 items: the first wave widens to 32 (8, 16 at 25 ms, 32 at 50 ms) before
-    any answer comes back, so no slot idles in the first round trip. Counted at the
-    server, with 0.5 s a request of margin: before, at most 16 were ever in flight among
-    the first 32 arrivals (8, then 16 after the first round trip)."""
+    """16 slots, 64 items, 0.5 s a request: the first wave (16, widened to 32 when 0.2 s
+    pass without an answer) reaches the server before any answer comes back, so no slot
+    idles in the first round trip. Counted at the server: before, at most 16 were ever
+    in flight among the first 32 arrivals (8, then 16 after the first round trip)."""
     start = judge_conf.FIRST_WAVE_MAX
     assert start >= 2 * 16
     with StubJudgeServer(latency_s=0.5, slots=16, time_limit_s=60) as srv:
