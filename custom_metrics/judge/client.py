@@ -269,7 +269,7 @@ class Client:
         :data:`~custom_metrics.judge.config.FIRST_WAVE_STEP_S` until the first answer
         (:mod:`custom_metrics.judge.pacing`). Called in the event loop, before any request."""
         self.pacer.first_wave(requests)
-        if not self.concurrency_set and self.pacer.wave > self.slots.limit:
+        if self.pacer.widening:
             self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def _widen(self) -> None:
@@ -278,12 +278,12 @@ class Client:
         wave reads the first answer as late)."""
         loop = asyncio.get_running_loop()
         self._widening = None
-        wait = self.last_post_at + conf.FIRST_WAVE_STEP_S - loop.time()
-        if self.posted < self.slots.in_use or wait > 0:
-            if not self.pacer.answered:
-                self._widening = loop.call_later(max(wait, conf.FIRST_WAVE_STEP_S / 5), self._widen)
+        if not self.pacer.widening:
             return
-        if self.pacer.widen():
+        wait = self.last_post_at + conf.FIRST_WAVE_STEP_S - loop.time()
+        if self.posted < self.slots.in_use or wait > 0:  # still sending, or sent less than a step ago
+            self._widening = loop.call_later(max(wait, conf.FIRST_WAVE_STEP_S / 5), self._widen)
+        elif self.pacer.widen():
             self._widening = loop.call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def sizing_record(self) -> dict[str, Any]:

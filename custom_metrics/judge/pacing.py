@@ -95,15 +95,20 @@ class Pacer:
         self.slots.resize(min(conf.START_CONCURRENCY, self.wave))
         self.start = self.peak = self.slots.limit
 
+    @property
+    def widening(self) -> bool:
+        """The first wave may still widen: no answer yet, no 429/503 or timeouts, not at
+        its width."""
+        return not (self.fixed or self.answered or self.decreases or self.slots.limit >= self.wave)
+
     def widen(self) -> bool:
         """No answer yet, another :data:`~.config.FIRST_WAVE_STEP_S` on: twice as many in
-        flight, up to the first wave's width. True while it may widen again (not after
-        the first answer, a 429/503 or timeouts, nor at its width)."""
-        if self.fixed or self.answered or self.decreases or self.slots.limit >= self.wave:
+        flight, up to the first wave's width. True while it may widen again."""
+        if not self.widening:
             return False
         self._resize(min(self.wave, 2 * self.slots.limit))
         self.start = self.slots.limit
-        return self.slots.limit < self.wave
+        return self.widening
 
     @property
     def answered(self) -> bool:
