@@ -10,17 +10,20 @@ its own process on 127.0.0.1, so that the client's CPU time is the client's alon
 * ``serial``: one request at a time (``transformers serve`` without batching, a model
   on a CPU).
 
-Against each, N distinct one-reply requests (temperature 0, ``max_tokens`` 5, ``n`` 1) are
-sent by a plain ``AsyncOpenAI`` client with an ``asyncio.Semaphore``, and by the suite
-(``judge_texts``, concurrency and timeout unset, a fresh SQLite cache: the default path,
-cache writes and claims included), in the same process and thread. The plain client is
-first run once at each ``--concurrency``; the concurrencies within 25 % of the fastest are
-then run ``--repeat`` times, interleaved with the suite (the order alternating each
-round), so that a shared machine's load falls on both alike. Printed: medians of wall
-time, requests per second and CPU ms per call, and the ratios the goal is stated in:
-the suite's throughput / the plain client's at its best concurrency (the lowest median;
-goal >= 0.9, >= 0.98 against the serial server) and the suite's CPU per call / the plain
-client's there (goal <= 1.0), with each round's ratios.
+Against each, N distinct one-reply requests (temperature 0, ``max_tokens`` 5, ``n`` 1)
+are sent by a plain ``AsyncOpenAI`` client with an ``asyncio.Semaphore``, and by the
+suite (``judge_texts``, concurrency and timeout unset, a SQLite cache made by a warm-up
+batch: cache writes and claims included, every request new to it), in the same process
+and thread. One cache file serves all of a case's batches, as the default one serves a
+run's: a new file per batch would charge each batch the 15-30 ms of creating it, which a
+user pays once. The plain client is first run once at each ``--concurrency``; the
+concurrencies within 25 % of the fastest are then run ``--repeat`` times, interleaved
+with the suite (the order alternating each round), so that a shared machine's load
+falls on both alike. Printed: medians of wall time, requests per second and CPU ms per
+call, and the ratios the goal is stated in: the suite's throughput / the plain client's
+at its best concurrency (the lowest median; goal >= 0.9, >= 0.98 against the serial
+server) and the suite's CPU per call / the plain client's there (goal <= 1.0), with
+each round's ratios.
 
 ``--transformers-serve`` measures ``transformers serve`` instead, with the SmolLM2-135M-Instruct
 checkpoint of ``scripts/smollm2_checkpoint.py`` preloaded on the CPU (offline, as the
@@ -88,10 +91,10 @@ async def _plain(url: str, model: str, requests: list, concurrency: int) -> tupl
     return wall, cpu
 
 
-def _suite(url: str, model: str, requests: list, cache_dir: str, tag: str) -> tuple[float, float, dict]:
+def _suite(url: str, model: str, requests: list, cache: Path) -> tuple[float, float, dict]:
     from custom_metrics.judge import JudgeConfig, judge_texts
 
-    config = JudgeConfig(model=model, base_url=url, api_key="bench", cache=str(Path(cache_dir) / f"{tag}.sqlite"),
+    config = JudgeConfig(model=model, base_url=url, api_key="bench", cache=str(cache),
                          progress=False, max_tokens=5)
     c0, t0 = time.process_time(), time.perf_counter()
     res = judge_texts(requests, lambda text: text, config)
@@ -130,14 +133,15 @@ def compare(case: Case, url: str, model: str, concurrencies: tuple[int, ...], re
     plain: dict[int, list[tuple[float, float]]] = {c: [] for c in candidates}
     suite: list[tuple[float, float, dict]] = []
     with tempfile.TemporaryDirectory() as cache_dir:
-        _suite(url, model, _requests(4, f"{name}-suitewarm"), cache_dir, "warm")
+        cache = Path(cache_dir) / "judge.sqlite"  # one file, as a run's batches share one
+        _suite(url, model, _requests(4, f"{name}-suitewarm"), cache)
         for r in range(repeat):
             def run_plain() -> None:
                 for c in candidates:
                     plain[c].append(asyncio.run(_plain(url, model, _requests(calls, f"{name}-plain{c}-{r}"), c)))
 
             def run_suite() -> None:
-                suite.append(_suite(url, model, _requests(calls, f"{name}-suite-{r}"), cache_dir, f"{name}-{r}"))
+                suite.append(_suite(url, model, _requests(calls, f"{name}-suite-{r}"), cache))
 
             for step in ((run_plain, run_suite) if r % 2 else (run_suite, run_plain)):
                 step()

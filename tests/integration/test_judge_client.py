@@ -237,7 +237,7 @@ def test_default_sizing_starts_the_whole_batch_in_flight_without_a_probe():
 
 
 def test_the_first_round_trip_fills_a_batching_server():
-    """16 slots, 64 items, 0.5 s a request: the first wave (16, widened to 32 when 0.2 s
+    """16 slots, 64 items, 0.5 s a request: the first wave (24, widened to 32 when 0.2 s
     pass without an answer) reaches the server before any answer comes back, so no slot
     idles in the first round trip. Counted at the server: before, at most 16 were ever
     in flight among the first 32 arrivals (8, then 16 after the first round trip)."""
