@@ -17,8 +17,8 @@ server with room for 16.
   half of a 16-slot server idle for its first 0.2 s round trip and under-filled the
   second), while what a wider one costs does not (a deeper queue at a narrow server and
   a burst of new connections: milliseconds of client and server CPU per request, which
-  slowed a one-at-a-time server answering in 20 ms by 7-10 % with 16-32 in flight
-  rather than 8). So a server that answers within a step, whose round trips are cheap,
+  slowed a one-at-a-time server answering in 20 ms by a few percent with 16-32 in
+  flight rather than 8). So a server that answers within a step, whose round trips are cheap,
   keeps 8, and one that leaves the wave unanswered (a batching server, a hosted API, a
   large model) gets 16 after 0.1 s and 32 after 0.2 s, within its first round trip. The
   time counts from the last request sent, not from the start: a client starved of CPU
@@ -43,10 +43,10 @@ server with room for 16.
   (a server whose latency merely varies, as a hosted API's does) keeps the bound: only
   a queue slows every answer of a round trip. (A server that does not answer in order
   of arrival may thus never be trimmed: the bound then holds, as before.) Never below
-  :data:`~.config.QUEUE_FLOOR`
-  (a queue of several covers the client's turnaround between an answer and the next
-  request, which on a loaded machine takes milliseconds), and only while requests wait
-  for a slot (otherwise ``n`` is the batch's demand, not the server's width).
+  :data:`~.config.QUEUE_FLOOR` (a queue of several covers the client's turnaround
+  between an answer and the next request, which on a loaded machine takes
+  milliseconds), and only while requests wait for a slot (otherwise ``n`` is the
+  batch's demand, not the server's width).
 * **Halve** on HTTP 429 or 503 and when timeouts show the queue outgrew the timeout,
   once per burst (``generation``): the answers to requests sent before a decrease say
   nothing of the new bound.
@@ -114,7 +114,7 @@ class Pacer:
     def answered(self) -> bool:
         return self.floor_s < math.inf
 
-    def on_answer(self, latency_s: float, saturated: bool, posted: int = 1) -> None:
+    def on_answer(self, latency_s: float, saturated: bool, posted: int) -> None:
         """One answer in ``latency_s``; ``saturated``: every slot was taken or waited for
         when it came (otherwise a larger bound would have changed nothing); ``posted``:
         the requests posted and not yet answered when it was posted, itself included."""

@@ -18,18 +18,18 @@ from custom_metrics.judge.pacing import Pacer
 def test_slow_start_grows_by_one_per_fast_answer_while_slots_are_full():
     pacer = Pacer(Slots(8), None)
     for _ in range(8):
-        pacer.on_answer(0.1, saturated=True)
+        pacer.on_answer(0.1, saturated=True, posted=pacer.slots.limit)
     assert pacer.slots.limit == 16 and pacer.peak == 16
 
 
 def test_no_growth_without_demand_and_a_queue_holds_the_bound():
     pacer = Pacer(Slots(8), None)
-    pacer.on_answer(0.1, saturated=False)
+    pacer.on_answer(0.1, saturated=False, posted=pacer.slots.limit)
     assert pacer.slots.limit == 8
-    pacer.on_answer(0.1 * conf.LATENCY_TOLERANCE * 1.1, saturated=True)  # a queue: hold
+    pacer.on_answer(0.1 * conf.LATENCY_TOLERANCE * 1.1, saturated=True, posted=8)  # a queue: hold
     assert pacer.slots.limit == 8 and not pacer.slow_start
     for _ in range(8):  # after slow start: +1 per round trip (8 answers at 8 in flight)
-        pacer.on_answer(0.1, saturated=True)
+        pacer.on_answer(0.1, saturated=True, posted=pacer.slots.limit)
     assert pacer.slots.limit == 9
 
 
@@ -40,7 +40,7 @@ def test_congestion_halves_once_per_burst_and_a_set_bound_never_moves():
     assert not pacer.on_congestion(gen) and pacer.slots.limit == 4  # same burst: once
     assert pacer.on_congestion(pacer.generation) and pacer.slots.limit == 2 and pacer.decreases == 2
     fixed = Pacer(Slots(3), 3)
-    fixed.on_answer(0.1, saturated=True)
+    fixed.on_answer(0.1, saturated=True, posted=3)
     assert not fixed.on_congestion(0) and fixed.slots.limit == 3
 
 
@@ -50,7 +50,7 @@ def test_the_bound_stays_within_one_and_the_maximum():
     assert low.slots.limit == 1
     pacer = Pacer(Slots(8), None)
     for _ in range(200):
-        pacer.on_answer(0.1, saturated=True)
+        pacer.on_answer(0.1, saturated=True, posted=pacer.slots.limit)
     assert pacer.slots.limit == conf.AUTO_CONCURRENCY_MAX
 
 
