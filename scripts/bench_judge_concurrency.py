@@ -105,7 +105,7 @@ def _suite(url: str, model: str, requests: list, cache: Path) -> tuple[float, fl
 
 @dataclass
 class Case:
-    """One measured case: the server, the calls, the throughput the suite must reach."""
+    """One measured case: its name and calls, the goals it is held to, the ratios measured."""
 
     name: str
     calls: int

@@ -32,7 +32,7 @@ timeout and requests in flight, and retries with backoff, each counted in
   An unset timeout that grows (the first answer sizes it for the queue in flight, a
   slower answer or timeouts raise it) moves the deadlines of the attempts already in
   flight too, never earlier: they were sent under the same queue, and the first wave
-  (sent with :data:`~custom_metrics.judge.config.FIRST_TIMEOUT_S`, up to 32 at once)
+  (sent with :data:`~custom_metrics.judge.config.FIRST_TIMEOUT_S`, up to 16 at once)
   would otherwise time out at the back of a slow one-at-a-time server's queue and be
   paid for twice.
 * The API key comes from the configuration only (the settings resolver reads the

@@ -49,7 +49,7 @@ FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove th
 # custom_metrics.judge.pacing).
 START_CONCURRENCY = 8        # requests in flight when a batch starts (its items at most) ...
 FIRST_WAVE_STEP_S = 0.1      # ... doubled each time this passes with all sent and no answer ...
-FIRST_WAVE_MAX = 32          # ... up to this (and the batch's items)
+FIRST_WAVE_MAX = 16          # ... up to this (and the batch's items)
 AUTO_CONCURRENCY_MAX = 64    # the most pacing raises it to
 LATENCY_TOLERANCE = 1.5      # an answer within this x the fastest one: the server still has room
 QUEUE_GAIN = 2.0             # a round trip of queued answers trims the bound to this x the server's width

@@ -10,7 +10,7 @@ server with room for 16.
 * **A first wave that widens until the first answer.** A batch starts with
   :data:`~.config.START_CONCURRENCY` (8) requests in flight, doubled each time
   :data:`~.config.FIRST_WAVE_STEP_S` (0.1 s) passes with all of them sent and no answer
-  yet, up to :data:`~.config.FIRST_WAVE_MAX` (32); never more than the batch's items
+  yet, up to :data:`~.config.FIRST_WAVE_MAX` (16); never more than the batch's items
   (a batch of 3 starts with 3, so that a 429 halving it means something). Why: what a
   first wave narrower than the server costs grows with the server's latency (its idle
   slots for a whole round trip: starting at 8 and doubling only per round trip left
@@ -18,14 +18,18 @@ server with room for 16.
   second), while what a wider one costs does not (a deeper queue at a narrow server and
   a burst of new connections: milliseconds of client and server CPU per request, which
   slowed a one-at-a-time server answering in 20 ms by a few percent with 16-32 in
-  flight rather than 8). So a server that answers within a step, whose round trips are cheap,
-  keeps 8, and one that leaves the wave unanswered (a batching server, a hosted API, a
-  large model) gets 16 after 0.1 s and 32 after 0.2 s, within its first round trip. The
-  time counts from the last request sent, not from the start: a client starved of CPU
-  on a loaded machine takes tens of milliseconds to send a wave, and reads its first
-  answer as late. The requests in flight when the first answer sizes the wait get that
-  wait too (:class:`~.client.Client`), so the back of a one-at-a-time server's queue
-  does not time out. (docs/speed.md has the figures.)
+  flight rather than 8). So a server that answers within a step, whose round trips are
+  cheap, keeps 8, and one that leaves the wave unanswered (a batching server, a hosted
+  API, a large model) gets 16 after 0.1 s, within its first round trip. Not wider
+  unseen: the fastest latency is measured under the first wave's load, and a server
+  whose latency grows with it (``transformers serve --continuous-batching`` on a CPU
+  answered 32 in flight 16 % slower than 8 or 16) would be judged by a floor it can no
+  longer show; beyond 16 the answers decide ("Increase"). The time counts from the
+  last request sent, not from the start: a client starved of CPU on a loaded machine
+  takes tens of milliseconds to send a wave, and reads its first answer as late. The
+  requests in flight when the first answer sizes the wait get that wait too
+  (:class:`~.client.Client`), so the back of a one-at-a-time server's queue does not
+  time out. (docs/speed.md has the figures.)
 * **Increase** while answers come back near the fastest latency seen in the batch
   (within :data:`~.config.LATENCY_TOLERANCE` of it: the server still has room) and
   requests are waiting for a slot: +1 per answer at first ("slow start", so that the
