@@ -104,10 +104,9 @@ class Session:
             journal = self.journal(task)
             args = getattr(req, "args", ())
             drawn = len(args) >= 2 and samples(args[1])
-            if task in self.folders:
-                self.made[task] += 1  # taken back below when the journal answers it
+            # an unseeded draw is not journaled: no later run could tell it from another
             if journal is None or len(args) < 2 or (drawn and self.seeds is None):
-                todo.append(i)  # an unseeded draw: no later run could tell it from another
+                todo.append(i)
                 continue
             base = request_key(args[0], args[1])  # what the backend's cache hook reports
             keyed = request_key(args[0], args[1], self.seeds) if drawn else base
@@ -117,10 +116,10 @@ class Session:
             if hit is not None:
                 results[i] = hit
                 self.served[task].add(key)
-                self.made[task] -= 1
             else:
                 todo.append(i)
                 self.pending[base].append((i, key, journal, req))
+        self.made.update(t for i in todo if (t := getattr(requests[i], "task_name", None)) in self.folders)
         served = len(requests) - len(todo)
         if served:
             log.warning("generation journal: %d of %d requests answered from %s; generating the other %d",

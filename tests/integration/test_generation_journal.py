@@ -45,7 +45,7 @@ KEPT = re.compile(r"(interrupted|terminated); (\d+) generation\(s\) of this run 
                   r"journal (\S+); running the same command again resumes, generating only the missing ones\.$")
 #: task metadata about the run rather than the documents: the journal's own record, and the
 #: YAML's path as this command line spelt its include path
-RUN_ONLY = ("generation_journal", "generations_from_journal", "config_source")
+RUN_ONLY = ("generation_journal", "generations_from_journal", "generations_made", "config_source")
 
 
 def _args(model: Path, data_dir: Path, minilm: str) -> list[str]:
@@ -77,6 +77,7 @@ def uninterrupted(tmp_path_factory, tiny_causal_lm, fixture_data_dir, minilm_pat
     env = subprocess_env(DOMSUM_GENERATION_JOURNAL=str(out / "journal"))
     res = run_lm_eval(_args(tiny_causal_lm, fixture_data_dir, minilm_path), out / "out", env=env)
     assert sum(res["configs"][t]["metadata"]["generations_from_journal"] for t in TASKS) == 0
+    assert sum(res["configs"][t]["metadata"]["generations_made"] for t in TASKS) == N_DOCS
     return out / "out"
 
 
@@ -115,6 +116,7 @@ def test_interrupted_generation_resumes_and_equals_an_uninterrupted_run(
     res = _results(out)
     # only the missing generations were made: the journal grew by exactly those
     assert sum(res["configs"][t]["metadata"]["generations_from_journal"] for t in TASKS) == kept
+    assert sum(res["configs"][t]["metadata"]["generations_made"] for t in TASKS) == N_DOCS - kept
     after = _journal_rows(journal)
     assert len(after) == N_DOCS and {(r["task"], r["doc_id"]) for r in after} == {(t, d) for t in TASKS
                                                                                     for d in range(3)}
