@@ -71,10 +71,10 @@ class Session:
         #: task name -> journal folder, None where the task's setting is off
         self.folders: dict[str, str | None] = {}
         self.journals: dict[str, Journal] = {}
-        #: task -> journal keys answered from the journal / committed to it by this process
+        #: task -> journal keys answered from the journal / committed to it by this process, and
+        #: how many of its requests this process passed to the model (padding left out: :meth:`generate`)
         self.served: dict[str, set] = defaultdict(set)
         self.written: dict[str, set] = defaultdict(set)
-        #: task -> requests of a registered task this process passed to the model
         self.made: Counter = Counter()
         #: request key -> the requests waiting for that response (the cache hook commits them)
         self.pending: dict[str, deque] = defaultdict(deque)
@@ -95,12 +95,23 @@ class Session:
         return self.journals[folder]
 
     def generate(self, call: Callable[[list], list], requests: list) -> list:
-        """The responses to ``requests``: the journal's where it holds them, ``call``'s for the rest."""
+        """The responses to ``requests``: the journal's where it holds them, ``call``'s for the rest.
+
+        Under data parallelism lm-eval pads a rank's requests with its last request again
+        (the same object, beyond its ``repeats``) so that every rank runs as many; those
+        copies are answered and journaled like any request but counted nowhere, so that the
+        counts are the task's generations on every number of ranks.
+        """
         results: list = [None] * len(requests)
         todo: list[int] = []
         seen: Counter = Counter()
+        uses: Counter = Counter()
+        padding: set[int] = set()
         for i, req in enumerate(requests):
             task = getattr(req, "task_name", None)
+            uses[id(req)] += 1
+            if uses[id(req)] > int(getattr(req, "repeats", 1) or 1):
+                padding.add(i)
             journal = self.journal(task)
             args = getattr(req, "args", ())
             drawn = len(args) >= 2 and samples(args[1])
@@ -115,11 +126,13 @@ class Session:
             hit = journal.get(key)
             if hit is not None:
                 results[i] = hit
-                self.served[task].add(key)
+                if i not in padding:
+                    self.served[task].add(key)
             else:
                 todo.append(i)
-                self.pending[base].append((i, key, journal, req))
-        self.made.update(t for i in todo if (t := getattr(requests[i], "task_name", None)) in self.folders)
+                self.pending[base].append((i, key, journal, req, i not in padding))
+        self.made.update(t for i in todo if i not in padding
+                         and (t := getattr(requests[i], "task_name", None)) in self.folders)
         served = len(requests) - len(todo)
         if served:
             log.warning("generation journal: %d of %d requests answered from %s; generating the other %d",
@@ -129,8 +142,8 @@ class Session:
             for i, response in zip(todo, out, strict=True):
                 results[i] = response
             for waiting in self.pending.values():  # what the backend's cache hook did not report
-                for i, key, journal, req in waiting:
-                    self._commit(journal, key, results[i], req)
+                for i, key, journal, req, counted in waiting:
+                    self._commit(journal, key, results[i], req, counted)
             self.pending.clear()
         return results
 
@@ -143,10 +156,10 @@ class Session:
         except (TypeError, IndexError, KeyError):
             return
         if waiting:
-            _, key, journal, inst = waiting.popleft()
-            self._commit(journal, key, res, inst)
+            _, key, journal, inst, counted = waiting.popleft()
+            self._commit(journal, key, res, inst, counted)
 
-    def _commit(self, journal: Journal, key: str, response: Any, req: Any) -> None:
+    def _commit(self, journal: Journal, key: str, response: Any, req: Any, counted: bool = True) -> None:
         if response is None or self.broken:
             return
         with _signals_deferred():  # the line written and its count agree, whenever Ctrl-C comes
@@ -157,7 +170,8 @@ class Session:
                 log.warning("generation journal %s cannot be written (%s); this run goes on without it",
                             journal.path, exc)
                 return
-            self.written[req.task_name].add(key)
+            if counted:
+                self.written[req.task_name].add(key)
 
     def record(self, task: str) -> dict[str, Any]:
         """What the results record about ``task``'s journal (``configs.<task>.metadata``), this rank:

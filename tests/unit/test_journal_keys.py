@@ -282,3 +282,25 @@ def test_a_line_cut_by_a_killed_process_does_not_swallow_the_next_one(tmp_path, 
     lm = Backend(str(model_dir))
     _, records = _evaluate(lm, folder, _requests("t", 4))
     assert lm.asked == [] and records["t"]["generations_from_journal"] == 4
+
+
+def test_data_parallel_padding_is_answered_but_not_counted(tmp_path, model_dir):
+    """lm-eval pads a rank's requests with its last request object again (beyond its
+    ``repeats``); a request with ``repeats=2`` is two generations of its own."""
+    folder = tmp_path / "journal"
+    reqs = _requests("t", 3, SAMPLED)
+    reqs[0].repeats = 2
+    padded = [reqs[0], reqs[0], reqs[1], reqs[2], reqs[2], reqs[2]]  # as lm-eval orders the clones
+
+    def run() -> tuple[Backend, list, dict]:
+        lm = Backend(str(model_dir))
+        out, records = _evaluate(lm, folder, padded)
+        return lm, out, records["t"]
+
+    lm, out, record = run()
+    assert len(out) == len(lm.asked) == 6 and out[-1] == out[-2] == out[-3]
+    assert (record["generations_from_journal"], record["generations_made"]) == (0, 4)
+    assert resume.LAST["kept"] == 4
+    lm, out, record = run()
+    assert lm.asked == [] and len(out) == 6
+    assert (record["generations_from_journal"], record["generations_made"]) == (4, 0)
