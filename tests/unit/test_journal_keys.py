@@ -6,7 +6,8 @@ saved again in place is another identity; a response is on disk as soon as the b
 reports it finished, before its batch returns; a line cut by a killed process is skipped,
 and the next line written starts on a line of its own; a file that can no longer grow (a
 real ``RLIMIT_FSIZE``, the kernel's EFBIG at the write, as a full disk gives ENOSPC) stops
-the journal but not the evaluation, and closing it does not raise.
+the journal but not the evaluation, and closing it does not raise. The recorded counts
+are the task's generations: data-parallel padding is answered but not counted.
 """
 
 from __future__ import annotations
