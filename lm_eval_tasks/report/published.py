@@ -142,10 +142,6 @@ class Published:
         override = (found.get("blocks") or {}).get(block) if block is not None else None
         return merged(base, override) if override else base
 
-    def blocks(self, table: str) -> list[str]:
-        """The row groups of ``table`` as its values name them (in file order)."""
-        return list(dict.fromkeys(v["block"] for v in self.values if v["table"] == table and v.get("block")))
-
 
 def is_unknown(value: Any) -> bool:
     """A leaf the paper does not state: ``{"unknown": "<reason>"}``."""
