@@ -144,17 +144,17 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
     rows, records = [], []
     for (label, shots, variant), first in settings:
         for kind, subset in layout.kinds:
-            cells, shown, shown_metrics = [], [], []
+            cells, shown = [], {}
             for column, unit, metric in zip(layout.columns, scales, metrics):
                 run = builder.runs.find(first.system, layout.benchmark, subset or column.subset, shots, variant)
                 value = builder.est(run, column.key).value * unit if run and column.key in run.values else None
                 cells.append(_number(value, column.digits))
-                if value is not None:
-                    shown += [run] if all(run is not r for r in shown) else []
-                    shown_metrics += [metric] if metric and metric not in shown_metrics else []
+                if value is not None:  # the run and the paper's metrics of the cells it fills
+                    found = shown.setdefault(id(run), (run, []))[1]
+                    found += [metric] if metric and metric not in found else []
             if any(c != "n/a" for c in cells):
                 name = label + (f" ({kind})" if kind else "")
-                facts, check = check_runs(paper, layout.table, shown, shown_metrics)
+                facts, check = check_runs(paper, layout.table, list(shown.values()))
                 rows.append([name, "this run", setting_of(first)] + cells + [check.cell()])
                 records.append(row_record(layout.name, paper, layout.table, name, facts, check))
     return rows, records

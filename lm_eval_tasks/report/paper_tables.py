@@ -113,7 +113,8 @@ def domainsum_table2(builder: Builder) -> list[Table]:
                 shown += [r for r in (zero, two) if r is not None and any(k in r.values for k in keys)]
             mine.append(row)
             if paper:
-                facts, check = check_runs(paper, "Table 2", shown, metrics_of(paper, keys, "Table 2"))
+                metrics = metrics_of(paper, keys, "Table 2")
+                facts, check = check_runs(paper, "Table 2", [(r, metrics) for r in shown])
                 checks.append([check.cell()])
                 records.append(row_record(name, paper, "Table 2", system.label, facts, check))
             else:

@@ -211,7 +211,8 @@ def run_facts(run: Any) -> RunFacts:
         if record.get(key) is not None:
             scoring.setdefault(kind, {})[name] = record[key]
     generation: dict[str, Any] = {"decoding": "sampled" if sampled(dict(run.system.settings)) else "greedy"}
-    budget = (record.get("generation") or {}).get("max_gen_toks") if isinstance(record.get("generation"), dict) else None
+    recorded = record.get("generation")
+    budget = recorded.get("max_gen_toks") if isinstance(recorded, dict) else None
     if isinstance(budget, int):
         generation["max_new_tokens"] = budget
     setting = setting_of(run)
@@ -285,7 +286,8 @@ def check(facts: RunFacts, protocol: Mapping[str, Any], metrics: Sequence[str],
             if name not in stated:
                 continue
             theirs, mine = stated[name], _shown(name, used.get(name, NOT_RECORDED))
-            fields.append(Field(f"{metric} {WORDS[name]}", mine, theirs, _same(mine, theirs, encoder=name == "encoder")))
+            same = _same(mine, theirs, encoder=name == "encoder")
+            fields.append(Field(f"{metric} {WORDS[name]}", mine, theirs, same))
     generation = protocol.get("generation") or {}
     for name, label in (("max_new_tokens", MAX_NEW_TOKENS), ("decoding", DECODING)):
         if name in generation:
@@ -318,10 +320,13 @@ def combined(checks: Sequence[tuple[RunFacts, Check]]) -> Check:
     return Check(tuple(out), missing=missing)
 
 
-def check_runs(paper: Published, table: str, runs: Sequence[Any], metrics: Sequence[str]) -> tuple[list[RunFacts], Check]:
-    """(the facts of each run a row shows, the row's one check against ``table``'s protocol)."""
-    facts = [run_facts(r) for r in runs]
-    return facts, combined([(f, check_table(paper, table, f, metrics)) for f in facts])
+def check_runs(paper: Published, table: str,
+               shown: Sequence[tuple[Any, Sequence[str]]]) -> tuple[list[RunFacts], Check]:
+    """(the facts of each run a row shows, the row's one check against ``table``'s protocol);
+    ``shown``: each run with the paper's metrics of the cells it fills (a run is checked on
+    those only: CCSBench Table 5's length run on length PCC and MAD, not on focus F1)."""
+    facts = [(run_facts(r), metrics) for r, metrics in shown]
+    return [f for f, _ in facts], combined([(f, check_table(paper, table, f, m)) for f, m in facts])
 
 
 def row_record(table: str, paper: Published, paper_table: str, run: str, facts: Sequence[RunFacts],
@@ -439,5 +444,6 @@ def _documents(f: Field) -> str:
     return f"{_text(f.run)} {DOCUMENTS} (paper: {_text(f.paper)})"
 
 
-__all__ = ["COLUMN", "COMPARED", "Check", "DOCUMENTS", "PUBLISHED_CELL", "check_runs", "metrics_of", "row_record", "DIFFERENT", "Field", "RECORDED", "RunFacts", "SAME", "block_for",
-           "check", "check_table", "combined", "encoder_name", "run_facts", "sampled", "setting_of", "settings_match"]
+__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL", "RECORDED", "RunFacts",
+           "SAME", "block_for", "check", "check_runs", "check_table", "combined", "encoder_name", "metrics_of",
+           "row_record", "run_facts", "sampled", "setting_of", "settings_match"]

@@ -145,3 +145,25 @@ def test_no_layout_without_runs_and_terms_defined(ccs):
         paper = published.load(layout.benchmark)
         for column in layout.columns:
             assert paper.find(table=layout.table, column=column.header), (layout.name, column.header)
+
+
+def test_each_run_of_a_row_is_checked_on_the_cells_it_fills(ccs):
+    """CCSBench Table 5's Single row reads four tasks: only the focus task fills the judged
+    F1 cell, so only it is checked against the paper's focus judge (which the paper names
+    twice: GPT-4 and GPT-4o); runs without a samples file have no document count."""
+    t = ccs["ccsbench_table5"]
+    [single] = [r for r in t.paper_rows if r["run"] == "flan-t5-xxl (Single)"]
+    assert single["comparable"] is False and single["paper_table"] == "Table 5"
+    assert single["subsets"] == ["readability", "length", "keywords", "focus"]
+    judge = [d for d in single["differences"] if d["field"] == "F1 judge model"]
+    paper = published.load("ccsbench").protocols["Table 5"]
+    assert judge == [{"field": "F1 judge model", "run": {"unknown": "not recorded in the run's results file"},
+                      "paper": paper["metrics"]["F1"]["judge_model"], "where": "focus 0-shot"}]
+    # no run logged samples, and the paper states no size: one difference, shared by every run
+    docs = [d for d in single["differences"] if d["field"] == "test documents"]
+    assert docs == [{"field": "test documents", "run": {"unknown": "not recorded in the run's results file"},
+                     "paper": paper["documents"]["count"]}]
+    # the page says it beside the row
+    row = _row(t, "flan-t5-xxl (Single)", "0-shot")
+    assert row["Protocol vs the paper"] == "✗ " + single["sentence"]
+    assert "F1 judge model not recorded (paper: not stated: Section 4.2 names GPT-4" in single["sentence"]

@@ -148,7 +148,8 @@ def test_a_layer_alone_differs_with_its_encoder_named():
     run = _facts(scoring={"rouge": {"stemming": False}, "bertscore": ROBERTA | {"layer": 24}})
     result = check(run, PROTOCOL, ["BERTScore"], DOMAINSUM)
     assert _differences(result) == {"BERTScore layer": (24, 17)}
-    assert result.sentence() == "not comparable: BERTScore encoder roberta-large layer 24 (paper: roberta-large layer 17)"
+    assert result.sentence() == ("not comparable: BERTScore encoder roberta-large layer 24 "
+                                 "(paper: roberta-large layer 17)")
 
 
 def test_more_documents_than_the_papers_and_per_subset_counts():
@@ -273,9 +274,10 @@ def test_paper_rows_json_holds_each_row_and_its_check(two_systems):
     assert (like["benchmark"], like["paper_table"], like["settings"], like["subsets"]) == \
         ("domainsum", "Table 2", ["0-shot", "2-shot"], ["cnndm"])
     assert minilm["comparable"] is False
-    assert minilm["differences"] == [{"field": "test documents", "run": 7, "paper": 500},
-                                     {"field": "BERTScore encoder", "run": "all-MiniLM-L6-v2", "paper": "roberta-large"},
-                                     {"field": "BERTScore layer", "run": 6, "paper": 17}]
+    assert minilm["differences"] == [
+        {"field": "test documents", "run": 7, "paper": 500},
+        {"field": "BERTScore encoder", "run": "all-MiniLM-L6-v2", "paper": "roberta-large"},
+        {"field": "BERTScore layer", "run": 6, "paper": 17}]
     # the same rows, the same checks in every format of the page
     sentence = "✗ not comparable: 7 of 500 test documents; BERTScore encoder all-MiniLM-L6-v2 layer 6 " \
                "(paper: roberta-large layer 17)"
