@@ -34,7 +34,7 @@ def counted(n: int, noun: str, plural: str = "") -> str:
 
 _TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "Δ": r"$\Delta$", "\n": " "}
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "✓": r"$\surd$", "✗": r"$\times$", "\n": " "}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_SPECIALS))
 
 

@@ -32,6 +32,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lm_eval_tasks import catalog
 from custom_metrics import registry
@@ -61,6 +62,9 @@ class Table:
     notes: list[str] = field(default_factory=list)
     #: the benchmark's citation, shown once under the first of its tables
     citation: str = ""
+    #: one object per row of this run placed beside a paper's published rows: the row and its
+    #: check against the paper's protocol (report/protocol.py; written to paper_rows.json)
+    paper_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
