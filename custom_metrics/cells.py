@@ -12,9 +12,10 @@ escaping on its own is how one forgets (meta-eval's Markdown once split a system
   through :func:`write_csv` or :func:`frame_csv`.
 * :func:`md_text`: Markdown passes inline HTML through, so a model folder named
   ``x<img src=x onerror=alert(1)>`` would be an image (and a script) on every page that
-  renders the report; ``&``, ``<`` and ``>`` become entities (shown as written), and a
-  line break, which would end a list item or a row, a space. Every line of prose a
-  report writes with a name in it (verdicts, notes, captions) goes through it.
+  renders the report; ``<``, ``>`` and an ``&`` that could begin an entity become entities
+  (shown as written), and a line break, which would end a list item or a row, a space.
+  Every line of prose a report writes with a name in it (verdicts, notes, captions) goes
+  through it.
 * :func:`md_escape`: a cell's text as :func:`md_text` makes it, and ``|``, which would
   end the cell, escaped. Every Markdown table goes through :func:`markdown_table` (or
   :func:`frame_markdown`).
@@ -23,7 +24,6 @@ escaping on its own is how one forgets (meta-eval's Markdown once split a system
 from __future__ import annotations
 
 import csv
-import html
 import io
 import math
 import re
@@ -103,13 +103,18 @@ def frame_csv(df: Any, path: Any, index: bool = True) -> Any:
 _ESCAPING = re.compile(r"(\\+)(?=[!-/:-@\[-`{-~])")
 
 
+#: an ``&`` that could begin a character reference (``&lt;``, ``&#60;``); any other is shown as it is
+_REFERENCE = re.compile(r"&(?=[#A-Za-z0-9])")
+
+
 def md_text(text: Any) -> str:
-    """``text`` safe as Markdown prose: no inline HTML (``&``, ``<``, ``>`` as entities, which
-    every renderer shows as the characters themselves) and no line break. Backslashes right
+    """``text`` safe as Markdown prose: no inline HTML (``<`` and ``>`` as entities, and ``&``
+    where it could begin one, which every renderer shows as the characters themselves; a
+    lone ``&`` as in "Yuan & Zhang" stays readable) and no line break. Backslashes right
     before punctuation (an entity's ``&`` included) are doubled, so that the user's ``\\<``
     or ``\\|`` shows as written; other backslashes are left as written."""
-    out = _ESCAPING.sub(lambda m: m.group(1) * 2, html.escape(str(text), quote=False))
-    return " ".join(out.splitlines())
+    out = _REFERENCE.sub("&amp;", str(text)).replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(_ESCAPING.sub(lambda m: m.group(1) * 2, out).splitlines())
 
 
 def md_escape(text: Any) -> str:
