@@ -271,10 +271,11 @@ def _marked(name: str, text: str) -> str:
     return f"{_BEGIN.format(name)}\n{text}{_END.format(name)}"
 
 
-def readme(out: Path) -> str:
+def readme(out: Path, parts: dict[str, str] | None = None) -> str:
     """The folder's README (the harness's task README template) listing every task of every
-    domain whose YAML is in ``out``; its generated parts between marks (:func:`write_readme`)."""
-    parts = _sections(out)
+    domain whose YAML is in ``out``; its generated parts (``parts``: :func:`_sections`)
+    between marks (:func:`write_readme`)."""
+    parts = parts or _sections(out)
     return f"""{_marked("about", parts["about"])}
 
 Homepage: none
@@ -332,10 +333,13 @@ def write_readme(out: Path, notes: list[str]) -> Path | None:
 
     fresh = _sections(out)
     for path in (out / "README.md", out / SIDE_README):
-        if not path.exists():
-            write_atomically(path, readme(out))
+        if not os.path.lexists(path):
+            write_atomically(path, readme(out, fresh))
         else:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):  # not text new-task wrote: left as it is
+                continue
             if {m.group(1) for m in _SECTION.finditer(text)} != set(fresh):
                 continue  # not one new-task wrote (or its marks were removed): left as it is
             write_atomically(path, _SECTION.sub(lambda m: _marked(m.group(1), fresh[m.group(1)]), text))
