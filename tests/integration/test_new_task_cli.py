@@ -220,4 +220,5 @@ def test_inputs_new_task_cannot_take_are_one_line_each_and_nothing_is_written(tm
         lines = made.stderr.strip().splitlines()
         assert made.returncode == 2 and len(lines) == 1 and "Traceback" not in made.stderr, made.stderr
         assert lines[0].startswith(f"domsum new-task: error: {said}"), lines[0]
-    assert not (tmp_path / "tasks").exists() and sorted(p.name for p in (tmp_path / "project").iterdir()) == ["utils.py"]
+    assert not (tmp_path / "tasks").exists()
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["utils.py"]
