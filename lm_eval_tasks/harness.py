@@ -74,16 +74,21 @@ from lm_eval_tasks.harness_parts.fitting import (
 )
 from lm_eval_tasks.harness_parts.generations import generation_report, save_generations
 from lm_eval_tasks.harness_parts.include_paths import index_paths, split_include_paths
+from lm_eval_tasks.harness_parts import masking
 from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts, process_group
 from lm_eval_tasks.harness_parts.scoring import ShardScoring, clean_prediction, none_scored, sum_counts
 from lm_eval_tasks.results import first_text
 
 log = logging.getLogger(__name__)
 
+# every later log line and uncaught traceback masked (``domsum run`` did it from its start);
+# before the suite's excepthook, which then stays in front for its one-line errors
+secrets.install_log_masking()
 install_excepthook()
 
 
 resume.install(evaluator, simple_parse_args_string)
+masking.install(evaluator)  # keys in --model_args: out of the results' config and the summary line
 
 
 class SuiteTask(ConfigurableTask):

@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--prompt", help="a zero-shot prompt with {document} instead of DomainSum's")
     ap.add_argument("--max-gen-toks", "--max_gen_toks", dest="max_gen_toks", type=int,
                     help="generation budget (default: about twice the mean reference length in tokens)")
-    ap.add_argument("--overwrite", action="store_true", help="replace the folder's files if they exist")
+    ap.add_argument("--overwrite", action="store_true", help="replace this task's YAMLs (not your README, utils.py)")
     args = ap.parse_args(argv)
     if args.max_gen_toks is not None and args.max_gen_toks < 1:
         ap.error("--max-gen-toks must be >= 1")

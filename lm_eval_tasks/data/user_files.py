@@ -11,7 +11,10 @@ problem names the task, the file, the line and the field, as the loader's do.
 from __future__ import annotations
 
 import csv
+import errno
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +49,29 @@ def split_path(source: Any, split: str, task: str | None) -> Path:
     return Path(files[split])
 
 
+def unreadable(path: Path) -> str | None:
+    """Why the data file ``path``, which is there, cannot be read (a folder, a symbolic link
+    that loops or leads nowhere, not a regular file, forbidden), or None when it can be.
+
+    Why asked of a name that is there: ``Path.is_file()`` answers False for each of these
+    alike, so the file was reported as missing ("no test.jsonl", "no train split") while the
+    user could see it in the folder.
+    """
+    if path.is_dir():
+        return "it is a folder, not a file"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read below
+            return "it is not a regular file"
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "it is a symbolic link that leads back to itself (too many levels of symbolic links)"
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+        return (exc.strerror or type(exc).__name__).lower()
+
+
 def _rename(rec: dict, source: Any, where: str) -> dict:
     out = dict(rec)
     out["document"], out["summary"] = rec[source.document_field], rec[source.summary_field]
@@ -69,8 +95,10 @@ def iter_records(source: Any, split: str, task: str | None = None,
     else:
         path = split_path(source, split, task)
         if not path.is_file():
-            raise DataError(f"{_where(task)}{split} file {path} does not exist (dataset_kwargs.data_files."
-                            f"{split} in the task YAML)")
+            why = unreadable(path) if os.path.lexists(path) else None
+            raise DataError(f"{_where(task)}{split} file {path} "
+                            + (f"cannot be read: {why}" if why else "does not exist")
+                            + f" (dataset_kwargs.data_files.{split} in the task YAML)")
         rows = (_csv_rows(path, _where(task), problems) if source.format == "csv"
                 else json_lines(path, _where(task), problems=problems))
     for where, rec in rows:
@@ -84,10 +112,12 @@ def iter_records(source: Any, split: str, task: str | None = None,
 
 def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Iterator[tuple[str, dict]]:
     """Rows of a CSV file with a header line, each with its line number (a row with more
-    cells than the header is an error, or one of ``problems``)."""
+    cells than the header is an error, or one of ``problems``). A byte-order mark, which
+    Excel's "CSV UTF-8" writes before the header, is not part of the first column's name;
+    Windows line ends are read as line ends."""
     csv.field_size_limit(sys.maxsize)  # documents are long; the default limit is 128 KiB
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             for row in reader:
                 where = f"{prefix}{path}, line {reader.line_num}"

@@ -27,8 +27,9 @@ and skips sampled requests. Here the key is
 * the request's **occurrence** in the batch (the n-th identical request), so repeated
   sampled requests keep their own answers.
 
-A journal is a folder per model identity (``identity.json`` says which), holding one
-JSON-lines file per data-parallel rank (``rank<R>.jsonl``); each line is appended in one
+A journal is a folder per model identity (``identity.json`` says which, keys in its
+URLs masked by :mod:`custom_metrics.secrets`), holding one JSON-lines file per
+data-parallel rank (``rank<R>.jsonl``); each line is appended in one
 unbuffered write and fsync'd as its generation finishes, so a write that fails (a full
 disk) leaves nothing behind to be written again at close. A rank reads every rank's file
 (a resumed run may shard documents differently) and writes only its own. A line cut by a
@@ -46,6 +47,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from custom_metrics import secrets
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +215,8 @@ class Journal:
         if not card.exists():
             tmp = card.with_name(f".identity.{os.getpid()}.partial")
             try:
-                tmp.write_text(json.dumps(self._identity, indent=1, sort_keys=True, default=repr), encoding="utf-8")
+                tmp.write_text(json.dumps(secrets.mask_obj(self._identity), indent=1, sort_keys=True, default=repr),
+                               encoding="utf-8")
                 os.replace(tmp, card)
             finally:
                 tmp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from custom_metrics.cells import write_csv
+from custom_metrics.cells import md_text, write_csv
 from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
@@ -95,28 +95,30 @@ Numbered = dict[str, list[tuple[int, Verdict]]]
 
 def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str], verdicts: Numbered | None = None,
              definitions: Sequence[tuple[str, str]] = ()) -> str:
+    """``report.md``: every line of prose through :func:`~custom_metrics.cells.md_text` (names
+    of models, systems and tasks are the user's), every table through ``markdown_table``."""
     parts = ["# Evaluation report\n"]
     if definitions:
-        parts += ["## Definitions\n", *(f"- **{term}**: {text}" for term, text in definitions), ""]
+        parts += ["## Definitions\n", *(f"- **{md_text(term)}**: {md_text(text)}" for term, text in definitions), ""]
     for t in tables:
-        parts.append(f"## {t.title}\n")
+        parts.append(f"## {md_text(t.title)}\n")
         if t.caption:
-            parts.append(t.caption + "\n")
+            parts.append(md_text(t.caption) + "\n")
         parts.append(markdown_table(t.header, t.rows))
-        parts += [f"- {n}" for n in t.notes]
+        parts += [f"- {md_text(n)}" for n in t.notes]
         if t.citation:
-            parts += ["", f"Citation: {t.citation}"]
+            parts += ["", f"Citation: {md_text(t.citation)}"]
         found = (verdicts or {}).get(t.name, [])
         if found:
-            parts += ["", "Verdicts:", ""] + [f"{i}. {v.sentence()}" for i, v in found]
+            parts += ["", "Verdicts:", ""] + [f"{i}. {md_text(v.sentence())}" for i, v in found]
         parts.append("")
     if figs.drawn:
         parts.append("## Figures\n")
-        parts += [f"- [{f.title}](figures/{f.path.name})" for f in figs.drawn]
+        parts += [f"- [{md_text(f.title)}](figures/{f.path.name})" for f in figs.drawn]
         parts.append("")
     if notes or figs.skipped:
         parts.append("## Notes\n")
-        parts += [f"- {n}" for n in [*notes, *figs.skipped]]
+        parts += [f"- {md_text(n)}" for n in [*notes, *figs.skipped]]
     return "\n".join(parts) + "\n"
 
 

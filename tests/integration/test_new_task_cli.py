@@ -192,3 +192,33 @@ def test_past_twenty_bad_lines_the_rest_are_counted(tmp_path):
     shown = said[1:21]
     assert [f"{data / 'test.jsonl'}, line {n}: invalid JSON" in line for n, line in enumerate(shown, 1)] == [True] * 20
     assert said[21:] == [f"  ... and {broken - 20} more bad line(s)"], made.stderr
+
+
+def test_inputs_new_task_cannot_take_are_one_line_each_and_nothing_is_written(tmp_path):
+    """A name with a trailing line break, a folder holding the user's own ``utils.py``, a
+    test file that is a symbolic link to itself, a train file that is a folder."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "utils.py").write_text("def helper(doc):\n    return doc\n")
+    write_data(tmp_path / "looped", rows(3), None)
+    (tmp_path / "looped" / "test.jsonl").unlink()
+    (tmp_path / "looped" / "test.jsonl").symlink_to("test.jsonl")
+    write_data(tmp_path / "foldered", rows(3), None)
+    (tmp_path / "foldered" / "train.jsonl").mkdir()
+    cases = [
+        (["legal\n", "--data", "data", "--out", "tasks"],
+         "task name 'legal\\n': use letters, digits and underscores, starting with a letter"),
+        (["legal", "--data", "data", "--out", "project"],
+         f"{tmp_path / 'project' / 'utils.py'} is not the suite's: it defines no SuiteTask"),
+        (["legal", "--data", "looped", "--out", "tasks"],
+         f"--data {tmp_path / 'looped'}: test.jsonl cannot be read: it is a symbolic link that leads back to itself"),
+        (["legal", "--data", "foldered", "--out", "tasks"],
+         f"--data {tmp_path / 'foldered'}: train.jsonl cannot be read: it is a folder, not a file"),
+    ]
+    for args, said in cases:
+        made = domsum(["new-task", *args], tmp_path)
+        lines = made.stderr.strip().splitlines()
+        assert made.returncode == 2 and len(lines) == 1 and "Traceback" not in made.stderr, made.stderr
+        assert lines[0].startswith(f"domsum new-task: error: {said}"), lines[0]
+    assert not (tmp_path / "tasks").exists()
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["utils.py"]
