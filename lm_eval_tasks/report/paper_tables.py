@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
+from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
 from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
 from lm_eval_tasks.report import published
 from lm_eval_tasks.report.formats import counted
@@ -224,12 +225,9 @@ def _published(paper: published.Published, model: str, subset: str | None, metri
     return []
 
 
-AMPLITUDE_FILE = "change_amplitude.json"
-
-
 def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
     """CCSBench Figure 4's layout of each ``change_amplitude.json`` directly in ``folders``."""
-    files = [f / AMPLITUDE_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
+    files = [f / STUDY_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
     out = []
     for i, path in enumerate(f for f in files if f.is_file()):
         try:
@@ -322,5 +320,5 @@ def cite(tables: list[Table], benchmarks: Sequence[str]) -> list[Table]:
     return tables
 
 
-__all__ = ["AMPLITUDE_FILE", "DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
+__all__ = ["DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
            "domainsum_table2", "paper_tables", "paper_vs_run"]
