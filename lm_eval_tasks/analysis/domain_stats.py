@@ -338,11 +338,11 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
     """DomainSum Table 5's published value of every measured DomainSum domain and measure,
     beside the user's (on the paper's scale: x100 for the percentages), each with its
     citation and the check of how the user's corpus was measured against the paper's
-    protocol (:func:`lm_eval_tasks.report.protocol.beside`): the pairs measured and their
+    protocol (:func:`lm_eval_tasks.report.beside.beside`): the pairs measured and their
     split (the paper states neither), the tokenizer (the paper names none) and the
     measures' definitions (the ``domainsum`` profile is the paper's; ``newsroom`` is
     Grusky et al.'s). Empty for another benchmark: its domains are not the paper's."""
-    from lm_eval_tasks.report import protocol, published
+    from lm_eval_tasks.report import beside, protocol, published
 
     benchmark, table = PUBLISHED_TABLE
     paper = published.load(benchmark)
@@ -359,13 +359,13 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
         for v in paper.find(table=table, subset=r["domain"]):
             x = r.get(v["measure"])
             mine = x * paper.scale(v["metric"]) if isinstance(x, (int, float)) and math.isfinite(x) else None
-            out.append(protocol.beside(paper, v, mine, facts, f"{r['domain']} {v['column']}", [definitions]))
+            out.append(beside.beside(paper, v, mine, facts, f"{r['domain']} {v['column']}", [definitions]))
     return out
 
 
 def published_markdown(published: list[dict]) -> str:
     """The section of ``domain_stats.md`` that shows :func:`published_beside`."""
-    from lm_eval_tasks.report.protocol import beside_markdown
+    from lm_eval_tasks.report.beside import beside_markdown
 
     if not published:
         return ""

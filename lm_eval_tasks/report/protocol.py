@@ -8,8 +8,8 @@ BERTScore on 500 documents looks like a reproduction and is not one; the page mu
 so beside the number, in words, or say "same protocol".
 
 Two halves, so any command that puts a published number beside a user's (the report's
-paper layouts today; domain statistics, cross-domain matrices, meta-evaluation and token
-shift can call the same check) reuses one rule:
+paper layouts; domain statistics, cross-domain matrices, meta-evaluation and token shift
+through :mod:`lm_eval_tasks.report.beside`) reuses one rule:
 
 * :class:`RunFacts` — what one run did: its model, setting (shots or fine-tuned), subset,
   how many documents it scored, its metrics' recorded variants (ROUGE stemming, BERTScore
@@ -379,47 +379,6 @@ def metrics_of(paper: Published, keys: Sequence[str], table: str | None = None) 
 COLUMN, PUBLISHED_CELL = "Protocol vs the paper", "—"
 
 
-# ---------------------------------------------------------------- a published value beside a user's
-
-
-def beside(paper: Published, value: Mapping[str, Any], run_value: float | None, facts: RunFacts,
-           label: str, extra: Sequence[Field] = ()) -> dict[str, Any]:
-    """One published ``value`` (an object of ``paper``'s values) beside the user's
-    ``run_value`` (on the paper's scale), as a command's JSON holds it under ``published``:
-    what it is (``label``: the user's cell, ``domain cnndm, Coverage``), the published
-    number and its citation, the run's label and the check of ``facts`` (and the
-    command's ``extra`` fields) against the protocol of the value's table and block.
-
-    Why one record for every command: domain statistics, cross-domain matrices, token
-    shift and meta-evaluation put a paper's number beside a user's the way the report's
-    paper layouts do, and a reader (or a script) must find the same verdict in each."""
-    protocol = paper.protocol(value["table"], value.get("block"))
-    result = (Check((), missing=f"{paper.paper} {value['table']} has no protocol in its data file")
-              if protocol is None else check(facts, protocol, [value["metric"]], paper, extra=extra))
-    return {"label": label, "paper": paper.paper, "benchmark": paper.benchmark, "table": value["table"],
-            "row": value["row"], "column": value["column"], "metric": value["metric"], "setting": value["setting"],
-            "published": value["value"], "cite": paper.cite(value), "run": facts.label, "run_value": run_value,
-            **result.record()}
-
-
-#: the columns of :func:`beside_markdown`
-BESIDE_HEADER = ("", "This run", "Published", "Where published", COLUMN)
-
-
-def beside_markdown(records: Sequence[Mapping[str, Any]], digits: int = 2) -> str:
-    """The records of :func:`beside` as a Markdown table: the user's cell and number, the
-    published number marked as such, its citation and the protocol check in words (a mark
-    and ``same protocol`` or ``not comparable: ...``)."""
-    from custom_metrics.cells import markdown_table
-
-    def num(x: Any) -> str:
-        return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{digits}f}"
-
-    rows = [[r["label"], num(r["run_value"]), f"{num(r['published'])} (published)", r["cite"],
-             f"{SAME if r['comparable'] else DIFFERENT} {r['sentence']}"] for r in records]
-    return markdown_table(list(BESIDE_HEADER), rows, ["---", "---:", "---:", "---", "---"])
-
-
 # ---------------------------------------------------------------- helpers
 
 
@@ -513,7 +472,7 @@ def _documents(f: Field) -> str:
     return f"{_text(f.run)} {DOCUMENTS} (paper: {_text(f.paper)})"
 
 
-__all__ = ["BESIDE_HEADER", "COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL",
-           "RECORDED", "RunFacts", "SAME", "SPLIT", "beside", "beside_markdown", "block_for", "check", "check_runs",
+__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL",
+           "RECORDED", "RunFacts", "SAME", "SPLIT", "block_for", "check", "check_runs",
            "check_table", "combined", "encoder_name", "generation_of", "metrics_of", "row_record", "run_facts",
            "sampled", "scoring_of", "setting_of", "settings_match"]
