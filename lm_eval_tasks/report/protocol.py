@@ -453,9 +453,10 @@ def _phrases(fields: Sequence[Field]) -> list[str]:
             said.add((metric, f.where))
             enc, layer = by_name[(metric + " encoder", f.where)], by_name.get((metric + " layer", f.where))
             mine, theirs = _said(enc.run, "run"), _said(enc.paper, "paper")
-            if layer is not None:
+            if layer is not None:  # a layer the paper does not state for the encoder's reason: said once
                 mine += f" layer {_said(layer.run, 'run')}"
-                theirs += f" layer {_said(layer.paper, 'paper')}"
+                theirs += ("" if is_unknown(enc.paper) and layer.paper == enc.paper
+                           else f" layer {_said(layer.paper, 'paper')}")
             out.append(f"{metric} encoder {mine} (paper: {theirs})" + where)
         else:
             out.append(f"{f.field} {_said(f.run, 'run')} (paper: {_said(f.paper, 'paper')})" + where)
