@@ -194,6 +194,14 @@ def register_user_tasks(data: dict, path: Path, problems: list[str]) -> None:
                 problems.append(f"{path}: task {name}: {exc}")
 
 
+def documents_of(data: dict, task: str) -> int | None:
+    """The documents a results file (``data``) says ``task`` evaluated (``n-samples``: the
+    effective count, else the original); None where it records none."""
+    counts = (data.get("n-samples") or {}).get(task) or {}
+    value = counts.get("effective", counts.get("original")) if isinstance(counts, dict) else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
                  fine_tuned: Sequence[str | Path] = ()) -> Results:
     """Tidy frame of every metric value under ``folders`` (latest per model+setting+task).
@@ -388,6 +396,6 @@ def task_of_samples(path: Path) -> str | None:
 
 
 __all__ = ["COLUMNS", "Results", "ResultsError", "SAMPLES_STEM", "SETTINGS", "Sample",
-           "checked_text", "find_results_files", "first_text", "load_results", "parse_folder_spec",
+           "checked_text", "documents_of", "find_results_files", "first_text", "load_results", "parse_folder_spec",
            "read_results_files", "read_samples", "read_text", "samples_file", "samples_name",
            "setting_of", "task_facts", "task_from_samples_name", "task_of_samples"]

@@ -8,8 +8,8 @@ BERTScore on 500 documents looks like a reproduction and is not one; the page mu
 so beside the number, in words, or say "same protocol".
 
 Two halves, so any command that puts a published number beside a user's (the report's
-paper layouts today; domain statistics, cross-domain matrices, meta-evaluation and token
-shift can call the same check) reuses one rule:
+paper layouts; domain statistics, cross-domain matrices, meta-evaluation and token shift
+through :mod:`lm_eval_tasks.report.beside`) reuses one rule:
 
 * :class:`RunFacts` — what one run did: its model, setting (shots or fine-tuned), subset,
   how many documents it scored, its metrics' recorded variants (ROUGE stemming, BERTScore
@@ -66,6 +66,7 @@ RECORDED: dict[tuple[str, str], str] = {
 WORDS = {"stemming": "stemming", "encoder": "encoder", "layer": "layer", "idf": "idf",
          "rescale_with_baseline": "baseline rescaling", "size": "vocabulary size", "judge_model": "judge model"}
 DOCUMENTS = "test documents"
+SPLIT = "document split"
 SETTING = "setting"
 MAX_NEW_TOKENS = "max new tokens"
 DECODING = "decoding"
@@ -92,6 +93,12 @@ class RunFacts:
     scoring: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     generation: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""
+    #: the split(s) the documents came from (compared with the paper's ``documents.split``
+    #: where given; None: not compared, as a harness task's split is the benchmark's own)
+    split: str | None = None
+    #: free fields of a paper's metric protocol the run states for every metric it shows
+    #: (``tokenizer``, ``unit``, ``tokens``): compared wherever the paper's metric names the field
+    stated: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -205,20 +212,33 @@ def run_facts(run: Any) -> RunFacts:
     """The :class:`RunFacts` of a report run: its results file's task metadata (what the
     scorers recorded they used, the generation budget), its identity settings (greedy or
     sampled) and its samples (the documents it scored)."""
-    record = run.record or {}
+    setting = setting_of(run)
+    return RunFacts(label=run.system.label, setting=setting, model=run.system.started_from or run.system.base,
+                    subset=run.subset, documents=len(run.samples) if run.samples else None,
+                    scoring=scoring_of(run.record or {}),
+                    generation=generation_of(run.record or {}, dict(run.system.settings)),
+                    where=f"{run.subset} {setting}")
+
+
+def scoring_of(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a results file's task metadata (``record``) says its scorers used, by kind of
+    metric (:data:`RECORDED`); a field not recorded is missing."""
     scoring: dict[str, dict[str, Any]] = {}
     for (kind, name), key in RECORDED.items():
         if record.get(key) is not None:
             scoring.setdefault(kind, {})[name] = record[key]
-    generation: dict[str, Any] = {"decoding": "sampled" if sampled(dict(run.system.settings)) else "greedy"}
+    return scoring
+
+
+def generation_of(record: Mapping[str, Any], settings: Mapping[str, str]) -> dict[str, Any]:
+    """A run's decoding (greedy or sampled, from its identity ``settings``) and the
+    new-token budget its task metadata (``record``) recorded."""
+    generation: dict[str, Any] = {"decoding": "sampled" if sampled(settings) else "greedy"}
     recorded = record.get("generation")
     budget = recorded.get("max_gen_toks") if isinstance(recorded, dict) else None
     if isinstance(budget, int):
         generation["max_new_tokens"] = budget
-    setting = setting_of(run)
-    return RunFacts(label=run.system.label, setting=setting, model=run.system.started_from or run.system.base,
-                    subset=run.subset, documents=len(run.samples) if run.samples else None, scoring=scoring,
-                    generation=generation, where=f"{run.subset} {setting}")
+    return generation
 
 
 # ---------------------------------------------------------------- the paper's side
@@ -264,30 +284,38 @@ def check_table(paper: Published, table: str, facts: RunFacts, metrics: Sequence
 
 
 def check(facts: RunFacts, protocol: Mapping[str, Any], metrics: Sequence[str],
-          paper: Published | None = None, setting: Field | None = None) -> Check:
+          paper: Published | None = None, setting: Field | None = None, extra: Sequence[Field] = ()) -> Check:
     """``facts`` against one ``protocol`` (a table's, with its block merged): the
-    ``setting`` field where the caller compared it, the test documents, every compared field
-    of each of the paper's ``metrics`` (names in the paper's data file; ``paper`` gives their
-    suite keys, hence their kind) and the generation fields the protocol states."""
-    fields = [setting] if setting is not None else []
+    ``setting`` field where the caller compared it and the caller's ``extra`` fields (a
+    command's own: the model of a paper's row, the measures' definitions), the test
+    documents (and their split, where the run states one), every compared field of each of
+    the paper's ``metrics`` (names in the paper's data file; ``paper`` gives their suite
+    keys, hence their kind), the free fields of those metrics the run states
+    (:attr:`RunFacts.stated`) and the generation fields the protocol states."""
+    fields = ([setting] if setting is not None else []) + list(extra)
     docs = protocol.get("documents") or {}
     if "count" in docs:
         paper_count = _per_subset(docs["count"], facts.subset)
         run_count = facts.documents if facts.documents is not None else NOT_RECORDED
         fields.append(Field(DOCUMENTS, run_count, paper_count, _same(run_count, paper_count)))
+    if facts.split is not None and "split" in docs:
+        fields.append(Field(SPLIT, facts.split, docs["split"], _same(facts.split, docs["split"])))
     for metric in metrics:
         stated = (protocol.get("metrics") or {}).get(metric)
+        if stated is None:
+            continue
         keys = paper.keys(metric) if paper is not None else []
         kind = metric_kind(keys) if keys else None
-        if stated is None or kind is None:
-            continue
-        used = facts.scoring.get(kind, {})
-        for name in COMPARED[kind]:
+        used = facts.scoring.get(kind, {}) if kind else {}
+        for name in COMPARED[kind] if kind else ():
             if name not in stated:
                 continue
             theirs, mine = stated[name], _shown(name, used.get(name, NOT_RECORDED))
             same = _same(mine, theirs, encoder=name == "encoder")
             fields.append(Field(f"{metric} {WORDS[name]}", mine, theirs, same))
+        for name, mine in facts.stated.items():
+            if name in stated and name not in (COMPARED[kind] if kind else ()):
+                fields.append(Field(f"{metric} {WORDS.get(name, name)}", mine, stated[name], _same(mine, stated[name])))
     generation = protocol.get("generation") or {}
     for name, label in (("max_new_tokens", MAX_NEW_TOKENS), ("decoding", DECODING)):
         if name in generation:
@@ -425,9 +453,10 @@ def _phrases(fields: Sequence[Field]) -> list[str]:
             said.add((metric, f.where))
             enc, layer = by_name[(metric + " encoder", f.where)], by_name.get((metric + " layer", f.where))
             mine, theirs = _said(enc.run, "run"), _said(enc.paper, "paper")
-            if layer is not None:
+            if layer is not None:  # a layer the paper does not state for the encoder's reason: said once
                 mine += f" layer {_said(layer.run, 'run')}"
-                theirs += f" layer {_said(layer.paper, 'paper')}"
+                theirs += ("" if is_unknown(enc.paper) and layer.paper == enc.paper
+                           else f" layer {_said(layer.paper, 'paper')}")
             out.append(f"{metric} encoder {mine} (paper: {theirs})" + where)
         else:
             out.append(f"{f.field} {_said(f.run, 'run')} (paper: {_said(f.paper, 'paper')})" + where)
@@ -444,6 +473,7 @@ def _documents(f: Field) -> str:
     return f"{_text(f.run)} {DOCUMENTS} (paper: {_text(f.paper)})"
 
 
-__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL", "RECORDED", "RunFacts",
-           "SAME", "block_for", "check", "check_runs", "check_table", "combined", "encoder_name", "metrics_of",
-           "row_record", "run_facts", "sampled", "setting_of", "settings_match"]
+__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL",
+           "RECORDED", "RunFacts", "SAME", "SPLIT", "block_for", "check", "check_runs",
+           "check_table", "combined", "encoder_name", "generation_of", "metrics_of", "row_record", "run_facts",
+           "sampled", "scoring_of", "setting_of", "settings_match"]
