@@ -392,6 +392,10 @@ class SuiteTask(ConfigurableTask):
         meta = dict(cfg.get("metadata") or {})
         meta.update(json.loads(json.dumps(self.run_record(), default=str)))
         cfg["metadata"] = meta
+        if self.spec.source is not None and self.spec.source.format != "hub":
+            # the files read, absolute: a results file is read (report, rescore) far from the task
+            # YAML a relative path was relative to
+            cfg["dataset_kwargs"] = {**(cfg.get("dataset_kwargs") or {}), "data_files": self.spec.source.splits}
         return secrets.mask_obj(cfg)
 
 

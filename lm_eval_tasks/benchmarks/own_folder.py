@@ -44,6 +44,8 @@ UNTIL = RECORDS["domainsum"].until
 TOKENS_PER_WORD = 1.3
 #: train records the two-shot task needs: two demonstrations, neither the document itself
 MIN_TRAIN = 3
+#: how the YAML names the data files (``--data-paths``; :func:`data_file_names`)
+PATH_STYLES = ("auto", "relative", "absolute")
 
 
 @dataclass
@@ -64,6 +66,8 @@ class NewTask:
     prompt: str | None = None
     max_gen_toks: int | None = None
     overwrite: bool = False
+    #: one of :data:`PATH_STYLES`
+    data_paths: str = "auto"
     written: list[Path] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     #: what was not written, or written otherwise than asked, and why: one line each for the console
@@ -135,7 +139,26 @@ def _strings(items) -> str:
     return "".join(f"    - {json.dumps(x)}\n" for x in items)
 
 
+def data_file_names(files: tuple[tuple[str, str], ...], out: Path, style: str = "auto") -> dict[str, str]:
+    """Each split's data file (absolute, as read) as the task YAML in ``out`` names it:
+    relative to ``out`` or absolute, by ``style`` (:data:`PATH_STYLES`).
+
+    Why relative when the data lie inside the task folder or beside it (under its parent,
+    ``auto``): the task reads a relative path from its YAML's own folder, wherever
+    ``lm_eval`` runs (:func:`~lm_eval_tasks.benchmarks.own.domain_source`), so the task
+    folder, or the folder holding it and its data, can be moved, copied or shared and
+    still finds them; an absolute path breaks as soon as they move. Data elsewhere (a
+    corpus folder shared by projects) keep their absolute path, which survives moving
+    the task folder alone.
+    """
+    if style not in PATH_STYLES:
+        raise RecordError(f"data paths {style!r}: choose one of {', '.join(PATH_STYLES)}")
+    relative = style == "relative" or style == "auto" and all(Path(f).is_relative_to(out.parent) for _, f in files)
+    return {split: os.path.relpath(f, out) if relative else f for split, f in files}
+
+
 def zero_shot_yaml(req: NewTask, source: DomainSource, max_gen: int) -> str:
+    """The zero-shot task's YAML; ``req.out`` is the (resolved) folder it is written to."""
     if source.format == "hub":
         data = (f"dataset_path: {json.dumps(source.hub_path)}\n"
                 + (f"dataset_name: {json.dumps(source.hub_name)}\n" if source.hub_name else "")
@@ -143,7 +166,8 @@ def zero_shot_yaml(req: NewTask, source: DomainSource, max_gen: int) -> str:
     else:
         data = (f"dataset_path: {source.format}        # json (JSON lines) or csv; or a hub dataset id\n"
                 "dataset_kwargs:\n  data_files:          # split -> file (relative paths: from this folder)\n"
-                + "".join(f"    {split}: {json.dumps(path)}\n" for split, path in source.files))
+                + "".join(f"    {split}: {json.dumps(path)}\n"
+                        for split, path in data_file_names(source.files, req.out, req.data_paths).items()))
     prompt = json.dumps(source.prompt) if source.prompt else "null"
     return (
         f"# Summarization on your own domain {req.name!r}, written by `domsum new-task` (docs/own_domain.md).\n"
@@ -230,18 +254,21 @@ def _sections(out: Path) -> dict[str, str]:
     YAML is in ``out``: ``about`` (title and data) and ``tasks`` (tasks and metrics)."""
     from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
 
-    specs = [spec_from_config(cfg, str(path)) for path, cfg in task_configs(out)]
     domains: dict[str, DomainSource] = {}
+    named: dict[str, dict] = {}  # each domain's data files as its YAML names them (maybe relative to it)
     tasks, families = [], []
-    for spec in specs:
+    for path, cfg in task_configs(out):
+        spec = spec_from_config(cfg, str(path))
         source = domains.setdefault(spec.subset, spec.source)
+        named.setdefault(spec.subset, (cfg.get("dataset_kwargs") or {}).get("data_files") or {})
         how = ("two demonstrations from the train split, seeded per document" if spec.shots
                else "zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else ""))
         tasks.append(f"* `{spec.name}`: {how}; metrics {', '.join(spec.families)}")
         families += spec.families
     abstract = "\n".join(
         f"* `{name}`: records from "
-        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub" else ", ".join(f"`{p}` ({s})" for s, p in src.files))
+        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub"
+           else ", ".join(f"`{p}` ({s})" for s, p in named[name].items()))
         + f"; field `{src.document_field}` is the document and `{src.summary_field}` the reference summary."
         for name, src in domains.items())
     title = next(iter(domains)) if len(domains) == 1 else out.name
@@ -404,7 +431,9 @@ def write_folder(req: NewTask) -> NewTask:
     """Check the request and the data, then write the folder; returns ``req`` with what
     was written and the record counts."""
     from lm_eval_tasks import catalog
+    from lm_eval_tasks.benchmarks.own import check_families
 
+    check_families(req.families, f"task {req.name!r}")
     if not NAME_RE.fullmatch(req.name):
         raise RecordError(f"task name {req.name!r}: use letters, digits and underscores, starting with a letter")
     if req.name.endswith("_2shot"):

@@ -108,7 +108,8 @@ def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
     listed = [line for line in readme.splitlines() if line.startswith("* `") and "metrics" in line]
     assert [line.split("`")[1] for line in listed] == ["ports", "ships", "ships_2shot"]
     assert listed[0].endswith("metrics rouge") and listed[1].endswith("metrics rouge, bertscore, dvo")
-    assert str(tmp_path / "ports" / "test.jsonl") in readme and str(tmp_path / "ships" / "test.jsonl") in readme
+    # the data lie beside the task folder: named relative to it, as the YAMLs name them
+    assert "`../ports/test.jsonl` (test)" in readme and "`../ships/test.jsonl` (test)" in readme
 
     again = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks"], tmp_path)
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
@@ -116,7 +117,7 @@ def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
     replaced = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks", "--overwrite"], tmp_path)
     assert replaced.returncode == 0, replaced.stderr
     assert not (tmp_path / "tasks" / "ships_2shot.yaml").exists()  # 2 train records: no two-shot task left behind
-    assert str(tmp_path / "ports" / "test.jsonl") in (tmp_path / "tasks" / "ships.yaml").read_text()
+    assert 'test: "../ports/test.jsonl"' in (tmp_path / "tasks" / "ships.yaml").read_text()
 
 
 def test_a_suite_or_harness_task_name_is_refused_in_one_line(tmp_path):
