@@ -145,17 +145,20 @@ def add_published(out: Path, summary: dict[str, Any], benchmark: str | None = No
     """The published values beside the run (:func:`published_beside`), added to the
     folder ``out`` that :func:`custom_metrics.analysis.meta_eval.run` wrote: ``published``
     (and ``published_notes``) in ``summary.json``, a section of ``meta_eval.md`` and of
-    ``summary["markdown"]`` (what the command prints); returns the records."""
+    ``summary["markdown"]`` (what the command prints), where the folder holds them (a page
+    drawn elsewhere changes no file); returns the records."""
     from custom_metrics.outputs import write_atomically
 
     records, said = published_beside(summary, benchmark), notes(summary)
-    data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    data.update(published=records, published_notes=said)
-    write_atomically(out / "summary.json", json.dumps(data, indent=2, default=str))
+    if (out / "summary.json").is_file():  # a page drawn into another folder changes no file there
+        data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        data.update(published=records, published_notes=said)
+        write_atomically(out / "summary.json", json.dumps(data, indent=2, default=str))
     section = markdown(records, said)
-    if section:
+    if section and "markdown" in summary and section.strip() not in summary["markdown"]:  # drawn once
         summary["markdown"] = summary["markdown"] + "\n" + section.rstrip("\n")
-        write_atomically(out / "meta_eval.md", summary["markdown"] + "\n")
+        if (out / "meta_eval.md").is_file():
+            write_atomically(out / "meta_eval.md", summary["markdown"] + "\n")
     summary.update(published=records, published_notes=said)
     return records
 
