@@ -160,7 +160,7 @@ def test_command_puts_medqsum_published_correlations_beside_the_run(tmp_path):
         assert len(cell) == 1 and r["published"] == cell[0]["value"], r["cite"]
         metric, _, rest = r["label"].partition(" vs ")
         aspect, _, who = rest.partition(", annotator ")
-        assert cell[0]["scored_metric"] == metric and cell[0]["aspect"] == aspect and who == f"ann{cell[0]['annotator']}"
+        assert (cell[0]["scored_metric"], cell[0]["aspect"], f"ann{cell[0]['annotator']}") == (metric, aspect, who)
         mine = ratings[(ratings["annotator"] == who) & (ratings["aspect"] == aspect)][["doc_id", "system", "rating"]]
         pairs = scores.merge(mine, on=["doc_id", "system"])[[metric, "rating"]].astype(float).dropna()
         assert r["run_value"] == pytest.approx(np.corrcoef(pairs[metric], pairs["rating"])[0, 1] * 100, abs=1e-9)
