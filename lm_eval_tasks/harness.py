@@ -60,7 +60,7 @@ from custom_metrics import model_cache, registry, secrets
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import load_task, stop_sequences
-from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
+from lm_eval_tasks.benchmarks.own import check_settings, is_user_config, read_task_yaml, spec_from_config
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
 from lm_eval_tasks.harness_parts.dataset import as_dataset
 from lm_eval_tasks.harness_parts import resume
@@ -102,6 +102,9 @@ class SuiteTask(ConfigurableTask):
         cfg.pop("class", None)
         if is_user_config(cfg):  # a user's own domain: its YAML is its catalogue row
             self.spec = catalog.register(spec_from_config(cfg, self.task_folder and str(self.task_folder / "task.yaml")))
+            source = str((cfg.get("metadata") or {}).get("config_source") or "")  # the YAML lm-eval read
+            if source.endswith(".yaml") and Path(source).is_file():
+                check_settings(read_task_yaml(source), f"task {self.spec.name!r} ({source})")
         else:
             self.spec = catalog.lookup(cfg["task"])
         self._loaded_report: dict[str, Any] = {}

@@ -192,3 +192,18 @@ def test_past_twenty_bad_lines_the_rest_are_counted(tmp_path):
     shown = said[1:21]
     assert [f"{data / 'test.jsonl'}, line {n}: invalid JSON" in line for n, line in enumerate(shown, 1)] == [True] * 20
     assert said[21:] == [f"  ... and {broken - 20} more bad line(s)"], made.stderr
+
+
+def test_a_setting_typed_into_the_yaml_stops_run_before_the_model_naming_the_yaml(tmp_path):
+    """The user never passed ``--metadata``: the typo is named with the YAML that holds it,
+    in one line, before any model loads (``no-such-model`` would fail to load)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "typo", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "typo.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("  rouge_stemming: true", "  rouge_stemmin: true"))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path",
+                  str(tmp_path / "tasks"), "--tasks", "typo,typo_2shot"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"domsum run: error: task 'typo' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you mean "
+        f"'rouge_stemming'? The settings are listed in docs/settings.md and in lm_eval_tasks/settings.py."]

@@ -104,6 +104,28 @@ def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
             spec_from_config(cased, "legalx.yaml")
 
 
+def test_a_setting_typed_into_the_yaml_is_an_error_naming_the_yaml(tmp_path):
+    """A mistyped setting in a task YAML's metadata is found where its folder is registered
+    (``domsum run`` before the model loads, every ``domsum`` command given the folder), in a
+    line naming the YAML, not ``--metadata``; a known setting of the wrong type too."""
+    done = _write(tmp_path)
+    yaml_path = done.out / "legalx.yaml"
+    text = yaml_path.read_text()
+    assert "  rouge_stemming: true" in text
+    yaml_path.write_text(text.replace("  rouge_stemming: true", "  rouge_stemmin: true"))
+    with pytest.raises(RecordError) as err:
+        register_folder(done.out)
+    assert str(err.value) == (f"task 'legalx' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you "
+                              f"mean 'rouge_stemming'? The settings are listed in docs/settings.md and in "
+                              f"lm_eval_tasks/settings.py.")
+    yaml_path.write_text(text.replace("  rouge_stemming: true", "  max_doc_words: 0"))
+    with pytest.raises(RecordError, match=rf"^task 'legalx' \({yaml_path}\): metadata: setting 'max_doc_words' "
+                                          r"\(metadata 'max_doc_words'\) must be >= 1, got 0$"):
+        register_folder(done.out)
+    yaml_path.write_text(text)
+    assert {s.name for s in register_folder(done.out)} == {"legalx", "legalx_2shot"}
+
+
 def test_a_suite_name_cannot_be_taken(tmp_path):
     done = _write(tmp_path)
     config = {**read_task_yaml(done.out / "legalx.yaml"), "task": "domainsum_cnndm"}
