@@ -71,9 +71,10 @@ def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
     :data:`~lm_eval_tasks.data.records.BAD_LINES_SHOWN` in full; an empty record a note, as
     ``domsum new-task`` says them), a hub split by its first record."""
     from lm_eval_tasks.data.records import BAD_LINES_SHOWN, BadLines, capped
-    from lm_eval_tasks.data.user_files import first_problem, read_split
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, first_problem, read_split
 
     problems = []
+    absent: set[tuple[str, str]] = set()
     vocabulary = any("vocabulary" in registry.get(f).needs for f in spec.families)  # built from the train split
     for split in ["test"] + (["train"] if spec.shots or vocabulary else []):
         if spec.source.format != "hub":
@@ -82,6 +83,11 @@ def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
                 records, empty = read_split(spec.source, split)
             except BadLines as exc:
                 problems += capped(exc.problems, BAD_LINES_SHOWN, "bad line(s)")
+                continue
+            except FieldInNoRecord as exc:  # one line, not one per record, nor again for the train file
+                if (exc.role, exc.name) not in absent:
+                    problems.append(f"task {spec.name!r}: {exc}")
+                absent.add((exc.role, exc.name))
                 continue
             except DataError:
                 records = []  # the file itself (missing, unreadable): said below with the task's name

@@ -207,3 +207,29 @@ def test_a_setting_typed_into_the_yaml_stops_run_before_the_model_naming_the_yam
     assert run.stderr.strip().splitlines() == [
         f"domsum run: error: task 'typo' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you mean "
         f"'rouge_stemming'? The settings are listed in docs/settings.md and in lm_eval_tasks/settings.py."]
+
+
+def test_a_document_field_in_no_record_is_one_line_in_new_task_and_run(tmp_path):
+    """``--document-field text`` for chat records whose field is ``dialogue``: one line naming
+    the flag, the file, the records read and the fields they have (not a hundred bad lines);
+    the same field written into a YAML is one problem line of ``domsum run``."""
+    chats = [{"id": f"c{i}", "dialogue": f"A: hello {i}\nB: hi", "summary": f"greeting {i}"} for i in range(100)]
+    data = write_data(tmp_path / "data", chats, chats[:5])
+    made = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "text"], tmp_path)
+    assert made.returncode == 2 and not (tmp_path / "tasks").exists()
+    assert made.stderr.strip().splitlines() == [
+        f"domsum new-task: error: {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+        f"(--document-field); their fields: id, dialogue, summary"]
+    near = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialog"], tmp_path)
+    assert near.stderr.strip().endswith("their fields: id, dialogue, summary; did you mean 'dialogue'?"), near.stderr
+
+    assert domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialogue"],
+                  tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "chat.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace('document_field: "dialogue"', 'document_field: "text"'))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "chat"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert problems == [f"  - task 'chat': {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+                        f"(document_field); their fields: id, dialogue, summary"], run.stderr

@@ -56,10 +56,32 @@ def test_an_existing_folder_is_not_replaced(tmp_path):
                              document_field="text", summary_field="gist"))
 
 
-def test_a_missing_field_names_file_line_and_field(tmp_path):
-    with pytest.raises(Exception, match=r"test.jsonl, line 1.*'body'"):
-        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=_data(tmp_path / "data"),
-                             document_field="body", summary_field="gist"))
+def test_a_field_in_no_record_is_said_once_with_the_fields_there(tmp_path):
+    """A field name no record has is one error for the file (not one bad line per record),
+    with the fields the records have and the close names; a field some records lack is
+    still one bad line each, naming file, line and field."""
+    from lm_eval_tasks.data.records import BadLines
+    from lm_eval_tasks.data.user_files import FieldInNoRecord
+
+    data = _data(tmp_path / "data", n_test=30)
+    with pytest.raises(FieldInNoRecord) as err:
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="body",
+                             summary_field="gist"))
+    assert str(err.value) == (f"{data / 'test.jsonl'}: none of its 30 record(s) has the field 'body' "
+                              f"(document_field); their fields: text, gist")
+    assert err.value.said_as("--document-field").endswith("has the field 'body' (--document-field); their "
+                                                          "fields: text, gist")
+    with pytest.raises(FieldInNoRecord, match=r"has the field 'Gists' \(summary_field\); their fields: text, "
+                                              r"gist; did you mean 'gist'\?$"):
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                             summary_field="Gists"))
+    lines = (data / "test.jsonl").read_text().splitlines()
+    lines[4] = json.dumps({"text": "a document without its summary"})
+    (data / "test.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(BadLines, match=r"test.jsonl, line 5: missing field 'gist'"):
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                             summary_field="gist"))
+    assert not (tmp_path / "tasks").exists()
 
 
 def test_every_bad_csv_row_is_one_problem_of_one_error_in_file_order(tmp_path):
