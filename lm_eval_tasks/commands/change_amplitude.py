@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-progress", action="store_true", help="no progress bar (stderr) while judging focus")
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
     args = ap.parse_args(argv)
+    if args.n < 1:  # the mirror it writes for the harness would hold no records
+        print(f"domsum change-amplitude: error: --n must be >= 1 (test rows sampled), got {args.n}", file=sys.stderr)
+        return 2
 
     attrs = [a for a in args.attributes.split(",") if a]
     bad = [a for a in attrs if a not in ATTRIBUTES]
