@@ -16,3 +16,34 @@ def test_change_amplitude_refuses_fewer_than_one_row_at_parsing(tmp_path, capsys
     assert code == 2 and not out.exists()
     assert capsys.readouterr().err.splitlines() == [
         f"domsum change-amplitude: error: --n must be >= 1 (test rows sampled), got {n}"]
+
+
+def test_report_names_a_results_file_cut_short_and_where_its_json_breaks(tmp_path, capsys):
+    import json
+
+    from lm_eval_tasks.commands import report
+
+    whole = json.dumps({"results": {"domainsum_cnndm": {"rouge1,none": 0.25, "rouge1_stderr,none": 0.01}},
+                        "config": {"model": "hf", "model_args": "pretrained=m"}})
+    path = tmp_path / "runs" / "m" / "results_2025-01-02T10-20-30.123456.json"
+    path.parent.mkdir(parents=True)
+    cut = whole.index("0.25") + len("0.25")  # an interrupted write, after a number
+    path.write_text(whole[:cut])
+    assert report.main([str(tmp_path / "runs"), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"report: error: no suite task with results in {tmp_path / 'runs'} (give the folders lm_eval --output_path "
+        f"wrote); {path}: not valid JSON at line 1, column {cut + 1} (character {cut} of {cut}): Expecting ',' "
+        f"delimiter; the file ends before its JSON does (cut short?)"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_json_error_inside_a_file_is_not_called_a_cut():
+    import json
+
+    from lm_eval_tasks.results import json_error
+
+    text = '{"results": {"a": 1,, "b": 2}}\n'
+    with pytest.raises(json.JSONDecodeError) as err:
+        json.loads(text)
+    assert json_error(err.value, text) == (f"not valid JSON at line 1, column 21 (character 20 of {len(text)}): "
+                                           f"Expecting property name enclosed in double quotes")
