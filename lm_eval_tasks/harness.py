@@ -46,6 +46,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -414,15 +415,10 @@ def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bo
     name found nowhere is :class:`~lm_eval_tasks.catalog.UnknownTask`, one line with the
     close names and the ``--include_path`` hint, before any model loads.
     """
-    from lm_eval.tasks import TaskManager
-
-    paths = index_paths(folders)
-    wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
-    suite = TaskManager(include_path=paths, include_defaults=False, verbosity="ERROR")
-    missing = [n for n in wanted if not suite.match_tasks([n])]
+    missing = _outside(names, folders)
     if not missing:
         return False
-    full = TaskManager(include_path=paths, include_defaults=True, verbosity="ERROR")
+    full = _task_index(tuple(index_paths(folders)), True)
     unknown = [n for n in missing if not full.match_tasks([n])]
     if unknown:
         import difflib
@@ -433,6 +429,49 @@ def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bo
             + " (`domsum tasks` lists the suite's, `lm_eval ls tasks` the harness's; a task of your own needs "
               "its folder: --include_path FOLDER, an absolute path or \"$(pwd)/FOLDER\" from another directory)")
     return True
+
+
+@lru_cache(maxsize=2)
+def _task_index(paths: tuple[str, ...], include_defaults: bool) -> Any:
+    """The harness's task index over ``paths`` (and its own tasks), built once per process:
+    finding a name and reading its data's source ask the same 4.5 s index."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=list(paths), include_defaults=include_defaults, verbosity="ERROR")
+
+
+def _outside(names: Sequence[str], folders: Sequence[str]) -> list[str]:
+    """The requested names neither the suite nor the user's ``folders`` hold."""
+    wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
+    suite = _task_index(tuple(index_paths(folders)), False)
+    return [n for n in wanted if not suite.match_tasks([n])]
+
+
+def harness_task_configs(names: Sequence[str], folders: Sequence[str] = ()) -> dict[str, list[tuple[str, dict]]]:
+    """Each requested name that is one of the harness's own tasks, groups or tags -> the
+    ``(task, configuration)`` of its tasks as the harness's index read them (``dataset_path``,
+    ``dataset_name``), so that their data can be checked before the model loads
+    (:func:`lm_eval_tasks.data.check.harness_data_problem`)."""
+    from lm_eval.tasks._index import Kind
+
+    index = _task_index(tuple(index_paths(folders)), True).task_index
+
+    def leaves(name: str, seen: set[str]) -> list[tuple[str, dict]]:
+        entry = index.get(name)
+        if entry is None or name in seen:
+            return []
+        seen.add(name)
+        if entry.kind in (Kind.TASK, Kind.PY_TASK):
+            return [(name, dict(entry.cfg or {}))]
+        members = sorted(entry.tags) if entry.kind == Kind.TAG else [
+            m if isinstance(m, str) else (m.get("task") or m.get("group")) for m in _as_list((entry.cfg or {}).get("task"))]
+        return [leaf for m in members if isinstance(m, str) for leaf in leaves(m, seen)]
+
+    return {name: leaves(name, set()) for name in _outside(names, folders) if name in index}
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [] if value is None else [value]
 
 
 def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool = False) -> None:

@@ -233,3 +233,22 @@ def test_a_document_field_in_no_record_is_one_line_in_new_task_and_run(tmp_path)
     problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
     assert problems == [f"  - task 'chat': {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
                         f"(document_field); their fields: id, dialogue, summary"], run.stderr
+
+
+def test_a_harness_task_whose_data_is_not_cached_stops_run_before_the_model_offline(tmp_path):
+    """``--tasks mine,hellaswag`` offline, with an empty Hugging Face cache: one line naming
+    hellaswag's dataset and the offline variables, before the model loads (was: the model
+    loaded, then a 35-line hub traceback)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "mine", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    env = subprocess_env(HF_HOME=str(tmp_path / "hf"), HF_DATASETS_CACHE=str(tmp_path / "hf" / "datasets"))
+    run = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "run", "--model", "hf", "--model_args",
+                          "pretrained=no-such-model", "--include_path", "tasks", "--tasks", "mine,hellaswag"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "Initializing hf model" not in run.stderr, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == "domsum run: error: stopping before the model loads:" and len(lines) == 2, run.stderr
+    assert lines[1].startswith(
+        "  - task 'hellaswag' is a harness task, not the suite's; its data (Rowan/hellaswag) is not in the local "
+        "Hugging Face cache and offline mode is on (HF_HUB_OFFLINE=1, HF_DATASETS_OFFLINE=1): run it once where "
+        "the hub is reachable, or leave it out of --tasks ("), run.stderr

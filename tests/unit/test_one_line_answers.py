@@ -47,3 +47,37 @@ def test_a_json_error_inside_a_file_is_not_called_a_cut():
         json.loads(text)
     assert json_error(err.value, text) == (f"not valid JSON at line 1, column 21 (character 20 of {len(text)}): "
                                            f"Expecting property name enclosed in double quotes")
+
+
+def test_a_harness_tasks_hub_data_is_checked_before_the_model(tmp_path, monkeypatch):
+    """A harness task's hub dataset: offline, looked up in the local cache; online, the hub
+    probed (a closed port here); local files and packaged builders are not the hub's."""
+    from lm_eval_tasks.data import check
+
+    tasks = [("t1", {"dataset_path": "domsum-tests/no-such-dataset", "dataset_name": "cfg"}),
+             ("t2", {"dataset_path": "domsum-tests/no-such-dataset", "dataset_name": "cfg"}),
+             ("t3", {"dataset_path": "json", "dataset_kwargs": {"data_files": "x.jsonl"}}),
+             ("t4", {"dataset_path": str(tmp_path)}), ("t5", {})]
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    said = check.harness_data_problem("grp", tasks)
+    assert said.startswith("task 'grp' is a harness task, not the suite's; its data (domsum-tests/no-such-dataset "
+                           "(cfg)) is not in the local Hugging Face cache and offline mode is on "
+                           "(HF_DATASETS_OFFLINE=1): run it once where the hub is reachable, or leave it out of "
+                           "--tasks ("), said
+    assert "\n" not in said
+    assert check.harness_data_problem("local", tasks[2:]) is None
+
+    monkeypatch.delenv("HF_DATASETS_OFFLINE")
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    check._hub_probe.cache_clear()
+    try:
+        said = check.harness_data_problem("grp", tasks)
+    finally:
+        check._hub_probe.cache_clear()
+    assert said.startswith("task 'grp' is a harness task, not the suite's; its data (domsum-tests/no-such-dataset "
+                           "(cfg)) comes from the hub, which cannot be reached (127.0.0.1: "), said
+    assert said.endswith("): with HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 it is read from the local Hugging Face "
+                         "cache if it was downloaded before, or leave it out of --tasks")
