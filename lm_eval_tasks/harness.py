@@ -69,6 +69,7 @@ from lm_eval_tasks.harness_parts.errors import ScorerUnavailableError, install_e
 from lm_eval_tasks.harness_parts.fitting import (
     budget_report,
     calling_backend,
+    cut_warning,
     merge_fits,
     rank_fits,
     start_fitting,
@@ -261,12 +262,8 @@ class SuiteTask(ConfigurableTask):
         folder = settings.resolve(self.meta, "generation_journal")
         resume.register(self.config.task, None if settings.is_off(folder) else folder)
         super().build_all_requests(*args, **kwargs)
-        record = self._budget_report()
-        if record.get("cut_to_fit"):
-            log.warning("task %s: %d of %d prompt(s) exceeded the model's window (%d tokens, %d kept for the "
-                        "summary); their documents were cut inside the prompt, by %s tokens at most",
-                        self.spec.name, record["cut_to_fit"], record["documents"], record["window"],
-                        record["generation"], record["cut_tokens_max"])
+        if warning := cut_warning(self.spec.name, self._budget_report()):
+            log.warning("%s", warning)
 
     # ------------------------------------------------------------------ scoring
 

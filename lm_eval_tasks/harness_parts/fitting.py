@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lm_eval_tasks import settings
-from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, meter_from_backend, meter_from_metadata
+from lm_eval_tasks.benchmarks.budget import FitLog, Fitted, document_span, meter_from_backend, meter_from_metadata
 
 
 def calling_backend(chat_template: Any) -> Any:
@@ -50,9 +50,17 @@ def start_fitting(backend: Any, meta: Mapping[str, Any], max_gen_toks: int) -> t
     return FitLog(meter), source
 
 
-def cut_by_word_budget(doc: Mapping[str, Any]) -> bool:
-    """True when the record's prompt holds less than its whole document (a word budget cut it)."""
-    return str(doc.get("document", "")).strip() not in str(doc.get("prompt", ""))
+def cut_by_word_budget(doc: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(words of the document, words of it the prompt holds)`` when the document budget
+    (``max_doc_words``, or ``max_doc_tokens`` with ``prompt_tokenizer``) cut the record's
+    document before any fitting; None when its prompt holds the whole document."""
+    document = str(doc.get("document", "")).strip()
+    prompt = str(doc.get("prompt", ""))
+    if document in prompt:
+        return None
+    span = document_span(prompt, document)
+    kept = prompt[span[0]:span[1]] if span else ""
+    return len(document.split()), len(kept.split())
 
 
 def rank_fits(fit: FitLog, evaluated: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -73,13 +81,35 @@ def budget_report(fit: FitLog, source: str, merged: dict[str, Any] | None,
     run after scoring), else this rank's (``evaluated``, document key -> record)."""
     if merged is not None:
         record = FitLog(fit.meter, merged["fits"]).record(source)
-        record["documents"] = len(merged["words"])
-        record["cut_by_word_budget"] = sum(merged["words"].values())
-        return record
-    record = fit.record(source)
-    record["documents"] = len(evaluated)
-    record["cut_by_word_budget"] = sum(cut_by_word_budget(d) for d in evaluated.values())
+        words = merged["words"]
+    else:
+        record = fit.record(source)
+        words = {k: cut_by_word_budget(d) for k, d in evaluated.items()}
+    cuts = [w for w in words.values() if w is not None]
+    record["documents"] = len(words)
+    record["cut_by_word_budget"] = len(cuts)
+    # the longest document the budget cut and the most words it kept of one, in words
+    record["word_budget_words_before_max"] = max((before for before, _ in cuts), default=0)
+    record["word_budget_words_kept_max"] = max((kept for _, kept in cuts), default=0)
     return record
 
 
-__all__ = ["budget_report", "calling_backend", "cut_by_word_budget", "merge_fits", "rank_fits", "start_fitting"]
+def cut_warning(task: str, record: Mapping[str, Any]) -> str | None:
+    """The line a run prints when prompts were cut to fit the window; it says the document
+    budget's cut before it too, so that "by 480 tokens at most" is not read as all that
+    was cut of a 50,000-word document."""
+    if not record.get("cut_to_fit"):
+        return None
+    line = (f"task {task}: {record['cut_to_fit']} of {record['documents']} prompt(s) exceeded the model's window "
+            f"({record['window']} tokens, {record['generation']} kept for the summary); their documents were cut "
+            f"inside the prompt, by {record['cut_tokens_max']} tokens at most")
+    if record.get("cut_by_word_budget"):
+        line += (f", after the document budget (max_doc_words, or max_doc_tokens) had cut "
+                 f"{record['cut_by_word_budget']} document(s) of the task to at most "
+                 f"{record['word_budget_words_kept_max']:,} words (the longest had "
+                 f"{record['word_budget_words_before_max']:,})")
+    return line
+
+
+__all__ = ["budget_report", "calling_backend", "cut_by_word_budget", "cut_warning", "merge_fits", "rank_fits",
+           "start_fitting"]

@@ -81,3 +81,40 @@ def test_a_harness_tasks_hub_data_is_checked_before_the_model(tmp_path, monkeypa
                            "(cfg)) comes from the hub, which cannot be reached (127.0.0.1: "), said
     assert said.endswith("): with HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 it is read from the local Hugging Face "
                          "cache if it was downloaded before, or leave it out of --tasks")
+
+
+def test_a_window_cut_after_the_word_budget_says_both_cuts():
+    """A 50,000-word document: the word budget cuts it to 1,200 words in the prompt, then
+    the window cuts more tokens; the run's line says both, with the record's numbers."""
+    import json
+
+    from lm_eval_tasks.benchmarks import domainsum
+    from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt, meter_from_metadata
+    from lm_eval_tasks.benchmarks.prompting import truncate
+    from lm_eval_tasks.harness_parts.fitting import budget_report, cut_warning
+
+    long_doc = " ".join(f"w{i % 97}" for i in range(50_000))
+    short_doc = "a short document about ports and ships"
+    docs = {key: {"id": key, "document": text,
+                  "prompt": domainsum.ZERO_SHOT.replace("{document}", truncate(text, max_words=1200))}
+            for key, text in (("long", long_doc), ("short", short_doc))}
+    meter = meter_from_metadata({"model": "served", "base_url": "http://127.0.0.1:1/v1", "max_length": 1024}, 256,
+                                chars_per_token=3.0)
+    fit = FitLog(meter)
+
+    def render(prompt: str) -> str:  # what local-chat-completions sends
+        return json.dumps([{"role": "user", "content": prompt}])
+
+    for key, doc in docs.items():
+        fit.per_doc[key] = fit_prompt("mine", render, doc["prompt"], doc["document"], meter)
+    cut = fit.per_doc["long"].cut_tokens
+    assert cut > 0 and fit.per_doc["short"].cut_tokens == 0
+    record = budget_report(fit, "--model_args", None, docs)
+    assert (record["cut_to_fit"], record["cut_by_word_budget"], record["word_budget_words_before_max"],
+            record["word_budget_words_kept_max"]) == (1, 1, 50_000, 1200)
+    assert cut_warning("mine", record) == (
+        f"task mine: 1 of 2 prompt(s) exceeded the model's window (1024 tokens, 256 kept for the summary); their "
+        f"documents were cut inside the prompt, by {cut} tokens at most, after the document budget (max_doc_words, "
+        f"or max_doc_tokens) had cut 1 document(s) of the task to at most 1,200 words (the longest had 50,000)")
+    del docs["long"], fit.per_doc["long"]
+    assert cut_warning("mine", budget_report(fit, "--model_args", None, docs)) is None
