@@ -88,6 +88,15 @@ def test_readme_install_and_test_lines_are_what_ci_runs():
     assert [s for s in shown if s in steps] == steps, "README's install/test lines differ from .ci/run"
 
 
+def test_readme_says_which_torch_build_each_machine_gets():
+    """``pip install torch==2.13.0`` from PyPI on Linux is the CUDA build; README says so and
+    gives CPU-only machines PyTorch's CPU wheel index (its install lines stay what CI runs)."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "installs a CPU build" not in text
+    assert "From PyPI on Linux, `pip install torch==2.13.0` installs the CUDA build" in text
+    assert "`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`" in text
+
+
 def test_readme_shows_the_two_commands():
     text = README.read_text(encoding="utf-8")
     assert "lm_eval --model hf" in text and "--include_path lm_eval_tasks --tasks" in text
