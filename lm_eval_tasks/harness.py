@@ -75,7 +75,7 @@ from lm_eval_tasks.harness_parts.fitting import (
     start_fitting,
 )
 from lm_eval_tasks.harness_parts.generations import generation_report, save_generations
-from lm_eval_tasks.harness_parts.include_paths import index_paths, split_include_paths
+from lm_eval_tasks.harness_parts.include_paths import index_leaves, index_paths, split_include_paths
 from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts, process_group
 from lm_eval_tasks.harness_parts.scoring import ShardScoring, clean_prediction, none_scored, sum_counts
 from lm_eval_tasks.results import first_text
@@ -445,30 +445,12 @@ def _outside(names: Sequence[str], folders: Sequence[str]) -> list[str]:
 
 
 def harness_task_configs(names: Sequence[str], folders: Sequence[str] = ()) -> dict[str, list[tuple[str, dict]]]:
-    """Each requested name that is one of the harness's own tasks, groups or tags -> the
-    ``(task, configuration)`` of its tasks as the harness's index read them (``dataset_path``,
-    ``dataset_name``), so that their data can be checked before the model loads
-    (:func:`lm_eval_tasks.data.check.harness_data_problem`)."""
-    from lm_eval.tasks._index import Kind
-
+    """Each requested name that is one of the harness's own tasks, groups or tags -> its
+    tasks' ``(task, configuration)`` as the harness's index read them
+    (:func:`~lm_eval_tasks.harness_parts.include_paths.index_leaves`), for the data check
+    before the model loads."""
     index = _task_index(tuple(index_paths(folders)), True).task_index
-
-    def leaves(name: str, seen: set[str]) -> list[tuple[str, dict]]:
-        entry = index.get(name)
-        if entry is None or name in seen:
-            return []
-        seen.add(name)
-        if entry.kind in (Kind.TASK, Kind.PY_TASK):
-            return [(name, dict(entry.cfg or {}))]
-        members = sorted(entry.tags) if entry.kind == Kind.TAG else [
-            m if isinstance(m, str) else (m.get("task") or m.get("group")) for m in _as_list((entry.cfg or {}).get("task"))]
-        return [leaf for m in members if isinstance(m, str) for leaf in leaves(m, seen)]
-
-    return {name: leaves(name, set()) for name in _outside(names, folders) if name in index}
-
-
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else [] if value is None else [value]
+    return {name: index_leaves(index, name) for name in _outside(names, folders) if name in index}
 
 
 def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool = False) -> None:

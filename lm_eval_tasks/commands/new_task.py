@@ -16,7 +16,6 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
 from lm_eval_tasks.benchmarks.own_folder import NewTask, write_folder
-from lm_eval_tasks.data.user_files import FieldInNoRecord
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,9 +63,6 @@ def main(argv: list[str] | None = None) -> int:
 
         check_families(req.families, f"task {args.name!r}")
         done = write_folder(req)
-    except FieldInNoRecord as exc:  # named as the flag that gave it
-        print(f"domsum new-task: error: {exc.said_as('--' + exc.role.replace('_', '-'))}", file=sys.stderr)
-        return 2
     except SuiteError as exc:
         print(f"domsum new-task: error: {exc}", file=sys.stderr)
         return 2

@@ -12,8 +12,9 @@ from lm_eval_tasks.commands import change_amplitude
 @pytest.mark.parametrize("n", ["0", "-3"])
 def test_change_amplitude_refuses_fewer_than_one_row_at_parsing(tmp_path, capsys, n):
     out = tmp_path / "ca"
-    code = change_amplitude.main(["--model-args", "pretrained=no-such-model", "--n", n, "--out", str(out)])
-    assert code == 2 and not out.exists()
+    with pytest.raises(SystemExit) as done:
+        change_amplitude.main(["--model-args", "pretrained=no-such-model", "--n", n, "--out", str(out)])
+    assert done.value.code == 2 and not out.exists()
     assert capsys.readouterr().err.splitlines() == [
         f"domsum change-amplitude: error: --n must be >= 1 (test rows sampled), got {n}"]
 
@@ -118,3 +119,21 @@ def test_a_window_cut_after_the_word_budget_says_both_cuts():
         f"or max_doc_tokens) had cut 1 document(s) of the task to at most 1,200 words (the longest had 50,000)")
     del docs["long"], fit.per_doc["long"]
     assert cut_warning("mine", budget_report(fit, "--model_args", None, docs)) is None
+
+
+def test_the_smollm2_script_answers_help_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """``--help`` is help, not a folder named ``--help`` receiving a converted model."""
+    from helpers.scripts import SCRIPTS, load_script
+
+    monkeypatch.chdir(tmp_path)
+    script = load_script("smollm2_checkpoint")
+    for flag in ("--help", "-h"):
+        with pytest.raises(SystemExit) as done:
+            script.main([flag])
+        assert done.value.code == 0
+        said = capsys.readouterr().out
+        assert said.startswith("usage: python scripts/smollm2_checkpoint.py [-h] [root]") and "Prints the checkpoint" in said
+    with pytest.raises(SystemExit) as done:
+        script.main(["--root", "x"])
+    assert done.value.code == 2 and "unrecognized arguments: --root" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [] and not (SCRIPTS.parent / "--help").exists()

@@ -58,23 +58,25 @@ def test_an_existing_folder_is_not_replaced(tmp_path):
 
 def test_a_field_in_no_record_is_said_once_with_the_fields_there(tmp_path):
     """A field name no record has is one error for the file (not one bad line per record),
-    with the fields the records have and the close names; a field some records lack is
-    still one bad line each, naming file, line and field."""
+    with the fields the records have and the close names, named as new-task's flag there
+    and as the record's field elsewhere; a field some records lack is still one bad line
+    each, naming file, line and field."""
+    from lm_eval_tasks.benchmarks.own_folder import _source
     from lm_eval_tasks.data.records import BadLines
-    from lm_eval_tasks.data.user_files import FieldInNoRecord
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, read_split
 
     data = _data(tmp_path / "data", n_test=30)
-    with pytest.raises(FieldInNoRecord) as err:
+    with pytest.raises(RecordError) as err:
         write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="body",
                              summary_field="gist"))
     assert str(err.value) == (f"{data / 'test.jsonl'}: none of its 30 record(s) has the field 'body' "
-                              f"(document_field); their fields: text, gist")
-    assert err.value.said_as("--document-field").endswith("has the field 'body' (--document-field); their "
-                                                          "fields: text, gist")
-    with pytest.raises(FieldInNoRecord, match=r"has the field 'Gists' \(summary_field\); their fields: text, "
-                                              r"gist; did you mean 'gist'\?$"):
-        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                              f"(--document-field); their fields: text, gist")
+    source = _source(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
                              summary_field="Gists"))
+    with pytest.raises(FieldInNoRecord) as err:
+        read_split(source, "train")
+    assert str(err.value) == (f"{data / 'train.jsonl'}: none of its 4 record(s) has the field 'Gists' "
+                              f"(summary_field); their fields: text, gist; did you mean 'gist'?")
     lines = (data / "test.jsonl").read_text().splitlines()
     lines[4] = json.dumps({"text": "a document without its summary"})
     (data / "test.jsonl").write_text("\n".join(lines) + "\n")
