@@ -67,6 +67,7 @@ from lm_eval_tasks.harness_parts.dataset import as_dataset
 from lm_eval_tasks.harness_parts import resume
 from lm_eval_tasks.harness_parts.errors import ScorerUnavailableError, install_excepthook
 from lm_eval_tasks.harness_parts.fitting import (
+    advise_batch_size,
     budget_report,
     calling_backend,
     cut_warning,
@@ -258,12 +259,15 @@ class SuiteTask(ConfigurableTask):
     def build_all_requests(self, *args: Any, **kwargs: Any) -> None:
         if not self._bypass:
             self.preflight()
-        self._start_fitting(calling_backend(kwargs.get("chat_template")))
+        backend = calling_backend(kwargs.get("chat_template"))
+        self._start_fitting(backend)
         folder = settings.resolve(self.meta, "generation_journal")
         resume.register(self.config.task, None if settings.is_off(folder) else folder)
         super().build_all_requests(*args, **kwargs)
-        if warning := cut_warning(self.spec.name, self._budget_report()):
+        record = self._budget_report()
+        if warning := cut_warning(self.spec.name, record):
             log.warning("%s", warning)
+        advise_batch_size(backend, record)  # said once, before the first generation
 
     # ------------------------------------------------------------------ scoring
 

@@ -154,3 +154,15 @@ def test_relative_links_resolve(page):
         elif anchor and target.suffix == ".md" and anchor not in _anchors(target.read_text(encoding="utf-8")):
             broken.append(f"{link} (no such heading)")
     assert not broken, f"{page.relative_to(ROOT)}: {broken}"
+
+
+def test_docs_give_the_thread_and_batch_size_figures():
+    """The figures a CPU user and a GPU user need before their first run: threads on a busy
+    CPU, and what ``--batch_size auto`` probes on a large window."""
+    running = " ".join((ROOT / "docs" / "running.md").read_text(encoding="utf-8").split())
+    trouble = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+    for text in (running, trouble):
+        assert "`OMP_NUM_THREADS=1`" in text and "242 s" in text and "25 s" in text
+    assert "batch 40 at 136.9 of 140 GiB" in running and "after 100 s" in running and "131,072" in running
+    assert "`--model local-completions`" in running and "`--model vllm`" in running
+    assert "the `max_length` to pass" in running and "`max_length` the run prints before generation" in trouble

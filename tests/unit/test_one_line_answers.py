@@ -137,3 +137,16 @@ def test_the_smollm2_script_answers_help_and_writes_nothing(tmp_path, monkeypatc
         script.main(["--root", "x"])
     assert done.value.code == 2 and "unrecognized arguments: --root" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [] and not (SCRIPTS.parent / "--help").exists()
+
+
+def test_batch_size_advice_only_where_the_window_is_far_larger():
+    from lm_eval_tasks.harness_parts.fitting import batch_size_advice
+
+    assert batch_size_advice(131_072, 1_213) == (
+        "--batch_size auto probes batches as long as the model's window (131072 tokens), while the longest prompt "
+        "of this run's suite tasks plus max_gen_toks is 1213 tokens: pass max_length=1280 in --model_args to probe "
+        "at that length (every prompt fits as it is; other tasks of the run are not measured), or a fixed "
+        "--batch_size (docs/running.md#on-gpus)")
+    assert "max_length=8192" in batch_size_advice(131_072, 8_192)
+    assert batch_size_advice(8_192, 4_097) is None and batch_size_advice(8_192, 4_096) is not None
+    assert batch_size_advice(8_192, 0) is None
