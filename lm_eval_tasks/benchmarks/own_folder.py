@@ -110,7 +110,7 @@ def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
     ``req.notes`` (it is left out and counted when the task runs)."""
     from lm_eval_tasks.benchmarks import drop_empty
     from lm_eval_tasks.data.records import BadLines, capped
-    from lm_eval_tasks.data.user_files import read_split
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, read_split
 
     out, bad = {}, []
     for split in source.splits:
@@ -119,6 +119,8 @@ def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
         except BadLines as exc:
             bad += exc.problems
             continue
+        except FieldInNoRecord as exc:  # named as the flag that gave it (--document-field)
+            raise RecordError(exc.said_as("--" + exc.role.replace("_", "-"))) from None
         req.counts[split] = len(records)
         req.notes.extend(capped(empty))
         out[split] = drop_empty(records)[0]

@@ -44,8 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-gen-toks", "--max_gen_toks", dest="max_gen_toks", type=int,
                     help="generation budget (default: about twice the mean reference length in tokens)")
     ap.add_argument("--data-paths", "--data_paths", dest="data_paths", choices=PATH_STYLES, default="auto",
-                    help="how the YAML names the data files: relative to the task folder (read from there wherever "
-                         "lm_eval runs), absolute, or auto: relative when they lie inside or beside the task folder")
+                    help="how the YAML names the data files: relative to the task folder (moves with it), "
+                         "absolute, or auto: relative when they lie inside or beside the task folder")
     ap.add_argument("--overwrite", action="store_true", help="replace this task's YAMLs (not your README, utils.py)")
     args = ap.parse_args(argv)
     if args.max_gen_toks is not None and args.max_gen_toks < 1:

@@ -28,6 +28,34 @@ from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, fail_or_
 _SOURCES: dict[tuple[str, str], Any] = {}
 
 
+#: the fields of a domain's record that name a field of its data, as ``DomainSource`` holds them
+FIELD_ROLES = ("document_field", "summary_field", "id_field")
+
+
+class FieldInNoRecord(DataError):
+    """A field the domain names (``document_field``, ...) that no record of a file has.
+
+    Why one error and not one bad line per record: a mistyped field name (``--document-field
+    text`` for data whose field is ``dialogue``) makes every line bad in the same way, and
+    a hundred identical lines hide the one thing to change. Said once, with the fields the
+    records do have and the close ones; :meth:`said_as` names the field the way the caller
+    took it (``domsum new-task``'s flag).
+    """
+
+    def __init__(self, where: str, name: str, role: str, records: int, present: list[str]) -> None:
+        self.where, self.name, self.role, self.records, self.present = where, name, role, records, present
+        super().__init__(self.said_as(role))
+
+    def said_as(self, label: str) -> str:
+        import difflib
+
+        lowered = {p.lower(): p for p in self.present}
+        close = [lowered[c] for c in difflib.get_close_matches(self.name.lower(), list(lowered), n=3, cutoff=0.5)]
+        return (f"{self.where}: none of its {self.records} record(s) has the field {self.name!r} ({label}); "
+                f"their fields: {', '.join(self.present) or 'none'}"
+                + (f"; did you mean {' or '.join(map(repr, close))}?" if close else ""))
+
+
 def register_source(benchmark: str, subset: str, source: Any) -> None:
     """Say where a user domain's records are read from (its task YAML's data files)."""
     _SOURCES[(benchmark, subset)] = source
@@ -101,13 +129,23 @@ def iter_records(source: Any, split: str, task: str | None = None,
                             + f" (dataset_kwargs.data_files.{split} in the task YAML)")
         rows = (_csv_rows(path, _where(task), problems) if source.format == "csv"
                 else json_lines(path, _where(task), problems=problems))
+    present: dict[str, None] = {}  # every field name of the records read, in first-seen order
+    records = 0
     for where, rec in rows:
+        if isinstance(rec, dict):
+            present.update(dict.fromkeys(rec))
+            records += 1
         try:
             yield where, _rename(validate_record(rec, fields, where), source, where)
         except DataError as exc:
             if problems is None:
                 raise
             problems.append(str(exc))
+    if problems is not None and records and source.format != "hub":  # a hub split's columns are checked first
+        for role in FIELD_ROLES:
+            name = getattr(source, role)
+            if name and name not in present:
+                raise FieldInNoRecord(f"{_where(task)}{path}", name, role, records, list(present))
 
 
 def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Iterator[tuple[str, dict]]:

@@ -107,7 +107,8 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
         missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
         raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
                               "no suite task with results in " + ", ".join(map(str, [*folders, *fine_tuned]))
-                              + " (give the folders lm_eval --output_path wrote)")
+                              + " (give the folders lm_eval --output_path wrote)"
+                              + "".join(f"; {p}" for p in runs.problems))  # what was found instead
     builder = Builder(runs, options)
     with output_folder(out, overwrite) as partial:
         return _write(folders, runs, builder, partial, out, plots, progress)

@@ -223,3 +223,63 @@ def test_inputs_new_task_cannot_take_are_one_line_each_and_nothing_is_written(tm
         assert lines[0].startswith(f"domsum new-task: error: {said}"), lines[0]
     assert not (tmp_path / "tasks").exists()
     assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["utils.py"]
+
+
+def test_a_setting_typed_into_the_yaml_stops_run_before_the_model_naming_the_yaml(tmp_path):
+    """The user never passed ``--metadata``: the typo is named with the YAML that holds it,
+    in one line, before any model loads (``no-such-model`` would fail to load)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "typo", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "typo.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("  rouge_stemming: true", "  rouge_stemmin: true"))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path",
+                  str(tmp_path / "tasks"), "--tasks", "typo,typo_2shot"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"domsum run: error: task 'typo' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you mean "
+        f"'rouge_stemming'? The settings are listed in docs/settings.md and in lm_eval_tasks/settings.py."]
+
+
+def test_a_document_field_in_no_record_is_one_line_in_new_task_and_run(tmp_path):
+    """``--document-field text`` for chat records whose field is ``dialogue``: one line naming
+    the flag, the file, the records read and the fields they have (not a hundred bad lines);
+    the same field written into a YAML is one problem line of ``domsum run``."""
+    chats = [{"id": f"c{i}", "dialogue": f"A: hello {i}\nB: hi", "summary": f"greeting {i}"} for i in range(100)]
+    data = write_data(tmp_path / "data", chats, chats[:5])
+    made = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "text"], tmp_path)
+    assert made.returncode == 2 and not (tmp_path / "tasks").exists()
+    assert made.stderr.strip().splitlines() == [
+        f"domsum new-task: error: {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+        f"(--document-field); their fields: id, dialogue, summary"]
+    near = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialog"], tmp_path)
+    assert near.stderr.strip().endswith("their fields: id, dialogue, summary; did you mean 'dialogue'?"), near.stderr
+
+    assert domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialogue"],
+                  tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "chat.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace('document_field: "dialogue"', 'document_field: "text"'))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "chat"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert problems == [f"  - task 'chat': {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+                        f"(document_field); their fields: id, dialogue, summary"], run.stderr
+
+
+def test_a_harness_task_whose_data_is_not_cached_stops_run_before_the_model_offline(tmp_path):
+    """``--tasks mine,hellaswag`` offline, with an empty Hugging Face cache: one line naming
+    hellaswag's dataset and the offline variables, before the model loads (was: the model
+    loaded, then a 35-line hub traceback)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "mine", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    env = subprocess_env(HF_HOME=str(tmp_path / "hf"), HF_DATASETS_CACHE=str(tmp_path / "hf" / "datasets"))
+    run = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "run", "--model", "hf", "--model_args",
+                          "pretrained=no-such-model", "--include_path", "tasks", "--tasks", "mine,hellaswag"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "Initializing hf model" not in run.stderr, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == "domsum run: error: stopping before the model loads:" and len(lines) == 2, run.stderr
+    assert lines[1].startswith(
+        "  - task 'hellaswag' is a harness task, not the suite's; its data (Rowan/hellaswag) is not in the local "
+        "Hugging Face cache and offline mode is on (HF_HUB_OFFLINE=1, HF_DATASETS_OFFLINE=1): run it once where "
+        "the hub is reachable, or leave it out of --tasks ("), run.stderr
