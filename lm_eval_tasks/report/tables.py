@@ -65,6 +65,10 @@ class Table:
     #: one object per row of this run placed beside a paper's published rows: the row and its
     #: check against the paper's protocol (report/protocol.py; written to paper_rows.json)
     paper_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: how the page shows a table too wide for a laptop window: one table per ``(title, column
+    #: indices)``, each with the columns that name its rows (empty: the table whole). Why:
+    #: a table that scrolls sideways hides its last metrics; the files keep the one table.
+    panels: list[tuple[str, list[int]]] = field(default_factory=list)
 
 
 @dataclass
@@ -220,13 +224,15 @@ class Builder:
             return None
         first, other = shots[0], shots[1:]
         keys = self.headline(benchmark)
-        header = ["System", "Subset"]
+        header, counts, panels = ["System", "Subset"], {}, []
         for s in other:
             tag = f" ({s}−{first})" if len(other) > 1 else ""
+            counts[s] = list(range(len(header), len(header) + 3))
             header += [f"n {first}-shot{tag}" if tag else f"n {first}-shot", f"n {s}-shot", f"n shared{tag}"]
         for _, name in keys:
             for s in other:
                 tag = f" ({s}−{first})" if len(other) > 1 else ""
+                panels.append((name + tag, [0, 1, *counts[s], *range(len(header), len(header) + 4)]))
                 header += [f"{name} {first}-shot{tag}", f"{name} {s}-shot",
                            f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
         rows, notes = [], []
@@ -251,7 +257,7 @@ class Builder:
                      f"{paper(benchmark)}: {first}-shot vs " + ", ".join(f"{s}-shot" for s in other)
                      + " (DomainSum Table 2 layout)", header, rows,
                      caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
-                     notes=notes)
+                     notes=notes, panels=panels)
 
     def unpaired(self, system, benchmark: str, subset: str, found: dict, first: int, s: int) -> list[str]:
         """Where one setting of a system is missing but another system of the same model has
@@ -274,8 +280,9 @@ class Builder:
         if not tuned:
             return None
         keys = self.headline(benchmark)
-        header = ["System", "Trained on", "Subset", "Setting", "n", "n base", "n shared"]
+        header, panels = ["System", "Trained on", "Subset", "Setting", "n", "n base", "n shared"], []
         for _, name in keys:
+            panels.append((name, [*range(7), *range(len(header), len(header) + 4)]))
             header += [f"{name}", f"{name} base", f"Δ {name}", f"p ({name})"]
         rows, notes = [], []
         for r in sorted(tuned, key=lambda r: (r.system.label, order(r), r.shots)):
@@ -298,7 +305,7 @@ class Builder:
         return Table(f"{benchmark}_finetuned", f"{paper(benchmark)}: fine-tuned vs base model, in-domain "
                      "(DomainSum Table 3 layout)", header, rows,
                      caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
-                     notes=notes)
+                     notes=notes, panels=panels)
 
     def base_run(self, run: Run) -> Run | None:
         setup = run.system.base_setup
