@@ -40,7 +40,7 @@ table{border-collapse:collapse;font-size:.86rem;font-variant-numeric:tabular-num
 th,td{border:1px solid #d0d7de;padding:.28rem .55rem;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;position:sticky;top:0;z-index:1;white-space:normal;min-width:3.5em;vertical-align:bottom}
 td{vertical-align:top}td.w{white-space:normal}
-td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wrap:anywhere}td.l{min-width:17em}
+td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wrap:anywhere}td.l{min-width:13em}
 td:first-child,th:first-child{text-align:left}
 tr:first-child th{border-top:0}tr>:first-child{border-left:0}tr>:last-child{border-right:0}
 tr:last-child td{border-bottom:0}
