@@ -44,7 +44,7 @@ td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wr
 td:first-child,th:first-child{text-align:left}
 tr:first-child th{border-top:0}tr>:first-child{border-left:0}tr>:last-child{border-right:0}
 tr:last-child td{border-bottom:0}
-table.verdicts td{vertical-align:top}table.verdicts th{text-align:left}table.verdicts td.v{text-align:left;white-space:normal;min-width:8em}
+table.verdicts th{text-align:left}table.verdicts td.v{text-align:left;white-space:normal;min-width:8em}
 ul.questions{font-size:.92rem;max-width:70rem;padding-left:1.2rem}ul.questions li{margin:.3rem 0}
 p.panel{font-weight:600;font-size:.9rem;margin:.9rem 0 0}
 details.said{font-size:.9rem;max-width:70rem;margin:.3rem 0}details.said summary{cursor:pointer;color:#57606a}

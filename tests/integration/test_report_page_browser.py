@@ -148,7 +148,8 @@ def test_the_page_opens_on_the_verdicts_one_row_per_comparison(report_page, chro
             subset, compared, delta, p, n, verdict = cells[-6:]
             k = c["display_scale"]
             shown = "n/a" if c["verdict"] == "not computed" else (
-                f"{c['delta'] * k:+.2f} [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]" + ("°" if c["ci_extended"] else ""))
+                f"{c['delta'] * k:+.2f} [{c['ci_low'] * k:.2f}, {c['ci_high'] * k:.2f}]"
+                + ("°" if c["ci_extended"] else ""))
             assert (subset, delta, p, n) == (c["subset"], shown, _p_text(c["p_corrected"]), str(c["n"])), (i, cells)
             first, second = (c["b"], c["a"]) if c["direction"] == "b-a" else (c["a"], c["b"])
             system, _, settings = compared.rpartition(": ")
