@@ -65,9 +65,7 @@ class Table:
     #: one object per row of this run placed beside a paper's published rows: the row and its
     #: check against the paper's protocol (report/protocol.py; written to paper_rows.json)
     paper_rows: list[dict[str, Any]] = field(default_factory=list)
-    #: how the page shows a table too wide for a laptop window: one table per ``(title, column
-    #: indices)``, each with the columns that name its rows (empty: the table whole). Why:
-    #: a table that scrolls sideways hides its last metrics; the files keep the one table.
+    #: a table too wide for a laptop, as the page shows it: one table per (title, column indices)
     panels: list[tuple[str, list[int]]] = field(default_factory=list)
 
 
@@ -224,16 +222,14 @@ class Builder:
             return None
         first, other = shots[0], shots[1:]
         keys = self.headline(benchmark)
-        header, counts, panels = ["System", "Subset"], {}, []
+        header, panels = ["System", "Subset"], []
+        tags = {s: f" ({s}−{first})" if len(other) > 1 else "" for s in other}
         for s in other:
-            tag = f" ({s}−{first})" if len(other) > 1 else ""
-            counts[s] = list(range(len(header), len(header) + 3))
-            header += [f"n {first}-shot{tag}" if tag else f"n {first}-shot", f"n {s}-shot", f"n shared{tag}"]
+            header += [f"n {first}-shot{tags[s]}", f"n {s}-shot", f"n shared{tags[s]}"]
         for _, name in keys:
-            for s in other:
-                tag = f" ({s}−{first})" if len(other) > 1 else ""
-                panels.append((name + tag, [0, 1, *counts[s], *range(len(header), len(header) + 4)]))
-                header += [f"{name} {first}-shot{tag}", f"{name} {s}-shot",
+            for j, s in enumerate(other):  # a panel: the row's names, the n of s, the metric at s
+                panels.append((name + tags[s], [0, 1, *range(2 + 3 * j, 5 + 3 * j), *range(k := len(header), k + 4)]))
+                header += [f"{name} {first}-shot{tags[s]}", f"{name} {s}-shot",
                            f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
         rows, notes = [], []
         systems = sorted({r.system.identity: r.system for r in base}.values(), key=lambda s: s.label)
