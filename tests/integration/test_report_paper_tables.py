@@ -57,7 +57,8 @@ def _cell(text: str) -> tuple[float, float | None, float | None]:
 def test_the_first_table_is_domainsum_table2_with_the_papers_rows(report_out):
     md = (report_out / "report" / "report.md").read_text(encoding="utf-8")
     tables = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert tables[1] == "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"  # after Definitions
+    assert tables[1] == "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"  # after Verdicts
+    assert tables[0] == "Verdicts" and tables[-1] == "Definitions"
     rows = report_table(report_out / "report", "domainsum_table2_genre")
     paper = published.load("domainsum")
     assert [r["System"] for r in rows] == [LLAMA, OTHER] + [f"{m} (published)" for m in

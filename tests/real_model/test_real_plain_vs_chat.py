@@ -107,9 +107,9 @@ def test_first_table_is_domainsum_table2_with_the_papers_rows(pair):
     out, name = pair["out"], pair["system"]
     md = (out / "report.md").read_text(encoding="utf-8")
     first_md = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert first_md[:2] == ["Definitions", "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"]
+    assert first_md[:2] == ["Verdicts", "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"]
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert re.search(r'<h2>Tables</h2>\s*<h3 id="([^"]+)"', page).group(1) == "domainsum_table2_genre"
+    assert re.findall(r'<h3 id="([^"]+)"', page)[:2] == ["verdicts", "domainsum_table2_genre"]
     rows = report_table(out, "domainsum_table2_genre")
     rouge, bert = "CNN/DM ROUGE: 0-shot (2-shot − 0-shot; p)", "CNN/DM BERTScore: 0-shot (2-shot − 0-shot; p)"
     assert list(rows[0]) == ["System", "Source", rouge, bert, "Protocol vs the paper"]
