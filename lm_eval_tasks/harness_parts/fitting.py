@@ -135,9 +135,9 @@ def batch_size_advice(window: int, needed: int) -> str | None:
     100 s, and Llama-3.1's 131,072 would probe at that length. A ``max_length`` of the
     prompts' own need probes at that length and fits every prompt as it is.
     """
-    if needed <= 0 or window < FAR_LARGER * needed:
-        return None
     advised = -(-needed // ADVICE_STEP) * ADVICE_STEP
+    if needed <= 0 or window < FAR_LARGER * needed or window <= advised:  # already what it would advise
+        return None
     return (f"--batch_size auto probes batches as long as the model's window ({window} tokens), while the longest "
             f"prompt of this run's suite tasks plus max_gen_toks is {needed} tokens: pass max_length={advised} in "
             f"--model_args to probe at that length (every prompt fits as it is; other tasks of the run are not "

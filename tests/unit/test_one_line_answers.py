@@ -150,3 +150,5 @@ def test_batch_size_advice_only_where_the_window_is_far_larger():
     assert "max_length=8192" in batch_size_advice(131_072, 8_192)
     assert batch_size_advice(8_192, 4_097) is None and batch_size_advice(8_192, 4_096) is not None
     assert batch_size_advice(8_192, 0) is None
+    # a window already at the advised length (a small need rounded up to 256) is not told to shrink to itself
+    assert batch_size_advice(256, 100) is None and batch_size_advice(512, 100) is not None
