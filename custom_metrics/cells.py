@@ -10,8 +10,15 @@ escaping on its own is how one forgets (meta-eval's Markdown once split a system
   their full-width forms) gets a leading single quote, as OWASP advises for CSV
   injection; plain numbers (``-0.5``, ``+3``, ``1e-4``) stay numbers. Every CSV goes
   through :func:`write_csv` or :func:`frame_csv`.
-* :func:`md_escape`: ``|`` would end a Markdown cell and a line break the row. Every
-  Markdown table goes through :func:`markdown_table` (or :func:`frame_markdown`).
+* :func:`md_text`: Markdown passes inline HTML through, so a model folder named
+  ``x<img src=x onerror=alert(1)>`` would be an image (and a script) on every page that
+  renders the report; ``<``, ``>`` and an ``&`` that could begin an entity become entities
+  (shown as written), and a line break, which would end a list item or a row, a space.
+  Every line of prose a report writes with a name in it (verdicts, notes, captions) goes
+  through it.
+* :func:`md_escape`: a cell's text as :func:`md_text` makes it, and ``|``, which would
+  end the cell, escaped. Every Markdown table goes through :func:`markdown_table` (or
+  :func:`frame_markdown`).
 """
 
 from __future__ import annotations
@@ -63,42 +70,58 @@ def write_csv(path: Any, header: Sequence[Any] | None, rows: Iterable[Sequence[A
     return path
 
 
-def safe_frame(df: Any) -> Any:
-    """A copy of a pandas frame with every text cell, index label and column name
-    through :func:`csv_cell` (numbers untouched)."""
-    out = df.copy()
-    out.columns = _safe_index(out.columns)
-    out.index = _safe_index(out.index)
-    for col in out.columns[[dt == object for dt in out.dtypes]]:  # noqa: E721  (object columns hold text)
-        out[col] = out[col].map(csv_cell)
-    return out
-
-
-def _safe_index(index: Any) -> Any:
-    import pandas as pd
-
-    if isinstance(index, pd.MultiIndex):
-        return pd.MultiIndex.from_tuples([tuple(csv_cell(v) for v in t) for t in index], names=index.names)
-    return pd.Index([csv_cell(v) for v in index], name=csv_cell(index.name), dtype=index.dtype
-                    if index.dtype != object else object)
+def _plain(value: Any) -> Any:
+    """A frame's value as a CSV cell: missing (None, NaN of any width, ``NaT``, ``pd.NA``)
+    empty, as pandas writes it."""
+    try:
+        missing = value is None or bool(value != value)  # NaN and NaT differ from themselves
+    except TypeError:  # pd.NA: its comparisons are NA, which has no truth value
+        missing = True
+    return "" if missing else value
 
 
 def frame_csv(df: Any, path: Any, index: bool = True) -> Any:
-    """A pandas frame as a CSV file, neutralised (:func:`safe_frame`) and written whole."""
-    from pathlib import Path
+    """A pandas frame as a CSV file through :func:`write_csv`: column names, index labels
+    and every cell neutralised whatever their dtype, missing values empty.
 
-    from custom_metrics.outputs import write_atomically
+    Why not ``DataFrame.to_csv`` on a neutralised copy: which columns hold text is a
+    matter of dtype (``object`` before pandas 3, ``str`` from it), and a check of one
+    dtype let a metric named ``+cmd`` through under the other; the one writer looks at
+    each value instead.
+    """
+    names = list(df.index.names) if index else []
+    header = [("" if n is None else n) for n in names] + [" ".join(map(str, c)) if isinstance(c, tuple) else c
+                                                          for c in df.columns]
+    rows = []
+    for label, row in zip(df.index, df.itertuples(index=False, name=None)):
+        labels = (list(label) if isinstance(label, tuple) else [label]) if index else []
+        rows.append([_plain(v) for v in (*labels, *row)])
+    return write_csv(path, header, rows)
 
-    write_atomically(Path(path), safe_frame(df).to_csv(index=index))
-    return path
+
+#: backslashes a Markdown reader would take as escaping the ASCII punctuation after them
+_ESCAPING = re.compile(r"(\\+)(?=[!-/:-@\[-`{-~])")
+
+
+#: an ``&`` that could begin a character reference (``&lt;``, ``&#60;``); any other is shown as it is
+_REFERENCE = re.compile(r"&(?=[#A-Za-z0-9])")
+
+
+def md_text(text: Any) -> str:
+    """``text`` safe as Markdown prose: no inline HTML (``<`` and ``>`` as entities, and ``&``
+    where it could begin one, which every renderer shows as the characters themselves; a
+    lone ``&`` as in "Yuan & Zhang" stays readable) and no line break. Backslashes right
+    before punctuation (an entity's ``&`` included) are doubled, so that the user's ``\\<``
+    or ``\\|`` shows as written; other backslashes are left as written."""
+    out = _REFERENCE.sub("&amp;", str(text)).replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(_ESCAPING.sub(lambda m: m.group(1) * 2, out).splitlines())
 
 
 def md_escape(text: Any) -> str:
-    """A table cell's text made safe for a Markdown table: ``|`` would end the cell and a
-    line break the row. Backslashes right before a ``|`` are doubled, so the user's own
-    ``\\|`` cannot undo the escape; other backslashes are left as written."""
-    out = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", str(text))
-    return " ".join(out.splitlines())
+    """A table cell's text made safe for a Markdown table: :func:`md_text` (whose doubled
+    backslashes mean the user's own ``\\|`` cannot undo the escape), and ``|``, which would
+    end the cell, escaped."""
+    return md_text(text).replace("|", "\\|")
 
 
 def markdown_table(header: Sequence[Any], rows: Iterable[Sequence[Any]],
@@ -123,4 +146,4 @@ def frame_markdown(df: Any, digits: int = 4) -> str:
 
 
 __all__ = ["CONTROL_START", "FORMULA_START", "csv_cell", "csv_text", "frame_csv", "frame_markdown", "markdown_table",
-           "md_escape", "safe_frame", "write_csv"]
+           "md_escape", "md_text", "write_csv"]

@@ -33,6 +33,8 @@ from lm_eval_tasks import include_path
 CARD_NAME = "run_card.json"
 #: where the printed evaluation command writes its results, inside the training output
 EVAL_DIR = "eval"
+#: where the printed evaluation command of the base model writes its results (the baseline)
+BASE_EVAL_DIR = "eval_base"
 SCHEMA = "domsum-finetune-run-card/1"
 #: the settings that make the trained model: a resumed run must keep every one
 MODEL_KEYS = ("base", "method", "model_type", "task")
@@ -67,8 +69,9 @@ def now() -> str:
 
 
 def eval_command(base: str, output: str, task: str, kind: str, method: str,
-                 metadata: dict | None = None) -> str:
-    """The ``lm_eval`` command that evaluates this output on its task, ready to paste.
+                 metadata: dict | None = None, baseline: bool = False) -> str:
+    """The ``lm_eval`` command that evaluates this output on its task, ready to paste
+    (``baseline``: the base model itself, the same way, into ``OUTPUT/eval_base``).
 
     It names the installed task folders by absolute path (``lm_eval_tasks.include_path()``,
     so it runs from any directory) and logs per-document samples to ``OUTPUT/eval``, the
@@ -77,11 +80,12 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     base = model_identity(base)
     metadata = {k: (str(Path(v).resolve()) if k.endswith("_dir") and isinstance(v, str) and Path(v).exists()
                     else v) for k, v in (metadata or {}).items()}
-    margs = f"pretrained={base},peft={output}" if method == "lora" else f"pretrained={output}"
+    margs = (f"pretrained={base}" if baseline else f"pretrained={base},peft={output}" if method == "lora"
+             else f"pretrained={output}")
     if kind == "seq2seq":
         margs += ",backend=seq2seq"
     args = ["lm_eval", "--model", "hf", "--model_args", margs, "--include_path", task_folder(task),
-            "--tasks", task, "--log_samples", "--output_path", str(Path(output) / EVAL_DIR)]
+            "--tasks", task, "--log_samples", "--output_path", str(Path(output) / (BASE_EVAL_DIR if baseline else EVAL_DIR))]
     if metadata:
         args += ["--metadata", json.dumps(metadata)]
     return secrets.mask(shlex.join(args))

@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--model-type", dest="model_type", help="auto (default), causal or seq2seq")
     g.add_argument("--metadata", help="task metadata JSON, as lm_eval --metadata (e.g. prompt budgets)")
     g.add_argument("--data-dir", "--data_dir", dest="data_dir", help="local data mirror (metadata data_dir)")
+    g.add_argument("--baseline", metavar="DIR",
+                   help="the lm_eval --output_path of the base model's run of the task: its settings (--metadata: "
+                        "BERTScore encoder, budgets, data_dir) are taken for training and the printed evaluation "
+                        "command, so the two runs compare")
 
     g = p.add_argument_group("data")
     g.add_argument("--train-size", dest="train_size", type=int,

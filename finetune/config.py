@@ -34,6 +34,7 @@ class FinetuneConfig:
     output: str = ""
     model_type: str = "auto"          # auto: encoder-decoder configs are seq2seq
     metadata: dict = field(default_factory=dict)  # task metadata (as lm_eval --metadata)
+    baseline: str = ""                # lm_eval output folder of the base model's run: its settings are taken
     # --- data
     train_size: int | None = None     # seeded subset of the examples that fit
     limit: int | None = None          # smoke runs: cap train (and validation) examples

@@ -20,6 +20,8 @@ Output layout (``OUTPUT``)::
                                                      finished run unless keep_checkpoints
     eval/                                            results of the lm_eval command the run
                                                      prints at its end (card: evaluate_with)
+    eval_base/                                       the base model's, by the baseline command
+                                                     it prints without --baseline (compare_with)
 
 Every process of a distributed run prepares the same data (seeded, deterministic);
 only the main process writes the card, deletes checkpoints and prints notices.
@@ -38,6 +40,7 @@ from typing import Any
 
 from custom_metrics.hf_models import context_length
 from custom_metrics.progress import is_enabled as progress_enabled
+from finetune.baseline import compare_line, read_baseline
 from finetune.card import CARD_NAME, base_card, check_resume, eval_command, loss_curves, now, write_card
 from finetune.config import ConfigError, FinetuneConfig
 from finetune.data import (Collator, Encoder, TokenDataset, build_split, check_task, has_split, pack)
@@ -308,6 +311,12 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
     from transformers import EarlyStoppingCallback, set_seed
 
     cfg.validate()
+    baseline = read_baseline(cfg.baseline, cfg.task, cfg.base) if cfg.baseline else None
+    if baseline is not None:  # the base run's settings, under what this run was given
+        cfg.metadata = {**baseline.settings, **cfg.metadata}
+        cfg.validate()
+        notice(f"--baseline {baseline.results_file}: its settings taken: "
+               + (", ".join(f"{k}={v}" for k, v in baseline.settings.items()) or "none beyond the defaults"))
     check_task(cfg.task, "train", cfg.metadata)      # fail before loading any model
     state = PartialState(cpu=not cuda_available())
     is_main = state.is_main_process
@@ -437,7 +446,12 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
             "dir": str(out),
             "format": "peft_adapter" if cfg.method == "lora" else "model",
             "evaluate_with": eval_command(cfg.base, str(out), cfg.task, kind, cfg.method, cfg.metadata),
+            "compare_with": compare_line(eval_command(cfg.base, str(out), cfg.task, kind, cfg.method, cfg.metadata,
+                                                      baseline=True), baseline),
         },
+        "baseline": None if baseline is None else {"results_file": str(baseline.results_file),
+                                                   "settings_taken": baseline.settings,
+                                                   "chat_template": baseline.chat_template},
         "decisions": decisions,
         "data_sha256": combined_sha256(train.sha256, val.sha256 if val else ""),
         "metrics": metrics,
@@ -454,6 +468,7 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
     notice(f"saved the {'LoRA adapter' if cfg.method == 'lora' else 'model'} to {out}"
            + (f" (merged model: {decisions['merged']})" if decisions.get("merged") else ""))
     notice(f"evaluate it with: {card['output']['evaluate_with']}")
+    notice(card["output"]["compare_with"])
     return card
 
 

@@ -46,6 +46,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -60,30 +61,30 @@ from custom_metrics import model_cache, registry, secrets
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import load_task, stop_sequences
-from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
+from lm_eval_tasks.benchmarks.own import check_settings, is_user_config, read_task_yaml, spec_from_config
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
 from lm_eval_tasks.harness_parts.dataset import as_dataset
 from lm_eval_tasks.harness_parts import resume
 from lm_eval_tasks.harness_parts.errors import ScorerUnavailableError, install_excepthook
-from lm_eval_tasks.harness_parts.fitting import (
-    budget_report,
-    calling_backend,
-    merge_fits,
-    rank_fits,
-    start_fitting,
-)
+from lm_eval_tasks.harness_parts.fitting import (advise_batch_size, budget_report, calling_backend, cut_warning,
+                                                 merge_fits, rank_fits, start_fitting)
 from lm_eval_tasks.harness_parts.generations import generation_report, save_generations
-from lm_eval_tasks.harness_parts.include_paths import index_paths, split_include_paths
+from lm_eval_tasks.harness_parts.include_paths import index_leaves, index_paths, split_include_paths
+from lm_eval_tasks.harness_parts import masking
 from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts, process_group
 from lm_eval_tasks.harness_parts.scoring import ShardScoring, clean_prediction, none_scored, sum_counts
 from lm_eval_tasks.results import first_text
 
 log = logging.getLogger(__name__)
 
+# every later log line and uncaught traceback masked (``domsum run`` did it from its start);
+# before the suite's excepthook, which then stays in front for its one-line errors
+secrets.install_log_masking()
 install_excepthook()
 
 
 resume.install(evaluator, simple_parse_args_string)
+masking.install(evaluator)  # keys in --model_args: out of the results' config and the summary line
 
 
 class SuiteTask(ConfigurableTask):
@@ -102,6 +103,9 @@ class SuiteTask(ConfigurableTask):
         cfg.pop("class", None)
         if is_user_config(cfg):  # a user's own domain: its YAML is its catalogue row
             self.spec = catalog.register(spec_from_config(cfg, self.task_folder and str(self.task_folder / "task.yaml")))
+            source = str((cfg.get("metadata") or {}).get("config_source") or "")  # the YAML lm-eval read
+            if source.endswith(".yaml") and Path(source).is_file():
+                check_settings(read_task_yaml(source), f"task {self.spec.name!r} ({source})")
         else:
             self.spec = catalog.lookup(cfg["task"])
         self._loaded_report: dict[str, Any] = {}
@@ -253,16 +257,15 @@ class SuiteTask(ConfigurableTask):
     def build_all_requests(self, *args: Any, **kwargs: Any) -> None:
         if not self._bypass:
             self.preflight()
-        self._start_fitting(calling_backend(kwargs.get("chat_template")))
+        backend = calling_backend(kwargs.get("chat_template"))
+        self._start_fitting(backend)
         folder = settings.resolve(self.meta, "generation_journal")
         resume.register(self.config.task, None if settings.is_off(folder) else folder)
         super().build_all_requests(*args, **kwargs)
         record = self._budget_report()
-        if record.get("cut_to_fit"):
-            log.warning("task %s: %d of %d prompt(s) exceeded the model's window (%d tokens, %d kept for the "
-                        "summary); their documents were cut inside the prompt, by %s tokens at most",
-                        self.spec.name, record["cut_to_fit"], record["documents"], record["window"],
-                        record["generation"], record["cut_tokens_max"])
+        if warning := cut_warning(self.spec.name, record):
+            log.warning("%s", warning)
+        advise_batch_size(backend, record)  # said once, before the first generation
 
     # ------------------------------------------------------------------ scoring
 
@@ -387,6 +390,10 @@ class SuiteTask(ConfigurableTask):
         meta = dict(cfg.get("metadata") or {})
         meta.update(json.loads(json.dumps(self.run_record(), default=str)))
         cfg["metadata"] = meta
+        if self.spec.source is not None and self.spec.source.format != "hub":
+            # the files read, absolute: a results file is read (report, rescore) far from the task
+            # YAML a relative path was relative to
+            cfg["dataset_kwargs"] = {**(cfg.get("dataset_kwargs") or {}), "data_files": self.spec.source.splits}
         return secrets.mask_obj(cfg)
 
 
@@ -411,15 +418,10 @@ def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bo
     name found nowhere is :class:`~lm_eval_tasks.catalog.UnknownTask`, one line with the
     close names and the ``--include_path`` hint, before any model loads.
     """
-    from lm_eval.tasks import TaskManager
-
-    paths = index_paths(folders)
-    wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
-    suite = TaskManager(include_path=paths, include_defaults=False, verbosity="ERROR")
-    missing = [n for n in wanted if not suite.match_tasks([n])]
+    missing = _outside(names, folders)
     if not missing:
         return False
-    full = TaskManager(include_path=paths, include_defaults=True, verbosity="ERROR")
+    full = _task_index(tuple(index_paths(folders)), True)
     unknown = [n for n in missing if not full.match_tasks([n])]
     if unknown:
         import difflib
@@ -430,6 +432,31 @@ def needs_harness_tasks(names: Sequence[str], folders: Sequence[str] = ()) -> bo
             + " (`domsum tasks` lists the suite's, `lm_eval ls tasks` the harness's; a task of your own needs "
               "its folder: --include_path FOLDER, an absolute path or \"$(pwd)/FOLDER\" from another directory)")
     return True
+
+
+@lru_cache(maxsize=2)
+def _task_index(paths: tuple[str, ...], include_defaults: bool) -> Any:
+    """The harness's task index over ``paths`` (and its own tasks), built once per process:
+    finding a name and reading its data's source ask the same 4.5 s index."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=list(paths), include_defaults=include_defaults, verbosity="ERROR")
+
+
+def _outside(names: Sequence[str], folders: Sequence[str]) -> list[str]:
+    """The requested names neither the suite nor the user's ``folders`` hold."""
+    wanted = [n for n in names if n and not n.endswith(".yaml") and not Path(n).is_dir()]
+    suite = _task_index(tuple(index_paths(folders)), False)
+    return [n for n in wanted if not suite.match_tasks([n])]
+
+
+def harness_task_configs(names: Sequence[str], folders: Sequence[str] = ()) -> dict[str, list[tuple[str, dict]]]:
+    """Each requested name that is one of the harness's own tasks, groups or tags -> its
+    tasks' ``(task, configuration)`` as the harness's index read them
+    (:func:`~lm_eval_tasks.harness_parts.include_paths.index_leaves`), for the data check
+    before the model loads."""
+    index = _task_index(tuple(index_paths(folders)), True).task_index
+    return {name: index_leaves(index, name) for name in _outside(names, folders) if name in index}
 
 
 def run_cli(argv: list[str], folders: Sequence[str] = (), include_defaults: bool = False) -> None:

@@ -5,7 +5,8 @@ task name, a forgotten ``--include_path`` or a wrong ``data_dir`` surfaced only 
 the model had loaded (minutes for an 8B model), and then as a 20-line traceback. Here
 the requested names are looked up in the suite's catalogue, the user's task folders
 and, only when a name needs them, the harness's own tasks; every suite or user task's
-data is checked (:mod:`lm_eval_tasks.data.check`). Each problem is one line.
+data is checked, and a harness task's hub dataset is looked up in the local cache
+offline, or the hub probed (:mod:`lm_eval_tasks.data.check`). Each problem is one line.
 """
 
 from __future__ import annotations
@@ -52,15 +53,18 @@ def check(request: Request, folders: Sequence[str]) -> bool:
     """Whether the harness's own task index is needed; :class:`PreflightError` for a name
     found nowhere or data that cannot be read."""
     from lm_eval_tasks import catalog
-    from lm_eval_tasks.data.check import data_problems
+    from lm_eval_tasks.data.check import data_problems, harness_data_problem
     from lm_eval_tasks.benchmarks.own import register_folders
-    from lm_eval_tasks.harness import needs_harness_tasks
+    from lm_eval_tasks.harness import harness_task_configs, needs_harness_tasks
 
     register_folders(folders)
     include_defaults = needs_harness_tasks(request.tasks, folders)
     known = [n for n in request.tasks if n in catalog.all_tasks() or n in catalog.all_groups()]
     problems = list(dict.fromkeys(p for spec in map(catalog.lookup, catalog.expand(known))
                                   for p in data_problems(spec, request.metadata, request.notes)))
+    if include_defaults:  # the harness's own tasks load their data after the model too
+        problems += [p for name, tasks in harness_task_configs(request.tasks, folders).items()
+                     if (p := harness_data_problem(name, tasks))]
     if problems:
         raise PreflightError("stopping before the model loads:\n  - " + "\n  - ".join(problems))
     return include_defaults

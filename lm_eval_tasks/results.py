@@ -169,8 +169,12 @@ def read_results_files(folders: Iterable[tuple[Path, str | None]],
         for path in files:
             ts = _RESULTS.match(path.name).group("ts")
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+                text = path.read_text(encoding="utf-8")
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}: {json_error(exc, text)}")
+                continue
+            except (OSError, UnicodeDecodeError) as exc:
                 problems.append(f"{path}: unreadable ({exc})")
                 continue
             if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
@@ -178,6 +182,14 @@ def read_results_files(folders: Iterable[tuple[Path, str | None]],
                 continue
             register_user_tasks(data, path, problems)
             yield path, ts, label, data
+
+
+def json_error(exc: json.JSONDecodeError, text: str) -> str:
+    """Where a file's JSON breaks, in words: line, column and character of the file, and
+    whether the file ends there (a write cut short by a kill or a full disk)."""
+    cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    return (f"not valid JSON at line {exc.lineno}, column {exc.colno} (character {exc.pos} of {len(text)}): "
+            f"{exc.msg}" + ("; the file ends before its JSON does (cut short?)" if cut else ""))
 
 
 def register_user_tasks(data: dict, path: Path, problems: list[str]) -> None:
@@ -192,6 +204,14 @@ def register_user_tasks(data: dict, path: Path, problems: list[str]) -> None:
                 catalog.register(spec_from_config(config, str(path)))
             except SuiteError as exc:
                 problems.append(f"{path}: task {name}: {exc}")
+
+
+def documents_of(data: dict, task: str) -> int | None:
+    """The documents a results file (``data``) says ``task`` evaluated (``n-samples``: the
+    effective count, else the original); None where it records none."""
+    counts = (data.get("n-samples") or {}).get(task) or {}
+    value = counts.get("effective", counts.get("original")) if isinstance(counts, dict) else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def load_results(folders: Iterable[str | Path | tuple[Path, str | None]],
@@ -388,6 +408,7 @@ def task_of_samples(path: Path) -> str | None:
 
 
 __all__ = ["COLUMNS", "Results", "ResultsError", "SAMPLES_STEM", "SETTINGS", "Sample",
-           "checked_text", "find_results_files", "first_text", "load_results", "parse_folder_spec",
+           "checked_text", "documents_of", "find_results_files", "first_text", "json_error", "load_results",
+           "parse_folder_spec",
            "read_results_files", "read_samples", "read_text", "samples_file", "samples_name",
            "setting_of", "task_facts", "task_from_samples_name", "task_of_samples"]

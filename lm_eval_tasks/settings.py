@@ -366,7 +366,10 @@ def check_metadata(metadata: Mapping[str, Any] | None, where: str,
                                f"in the environment instead.")
         if key in SETTINGS:
             if value not in (None, ""):
-                resolve({key: value}, key)
+                try:
+                    resolve({key: value}, key)
+                except SettingError as exc:  # where it was given: --metadata, a task YAML
+                    raise SettingError(f"{where}: {exc}") from None
             continue
         if key in TASK_METADATA_KEYS or (allowed is not None and key in allowed):
             continue

@@ -10,14 +10,26 @@ the same copy once per session (``tests/helpers/real_models.py``).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+DEFAULT_ROOT = Path.home() / ".cache" / "domsum" / "models"
 
-from helpers.real_models import converted_checkpoint  # noqa: E402
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python scripts/smollm2_checkpoint.py", description=__doc__.split("\n\n")[0],
+                                 epilog="Prints the checkpoint's folder (give it to --model_args pretrained=...).")
+    ap.add_argument("root", nargs="?", type=Path, default=DEFAULT_ROOT,
+                    help=f"the folder that receives the checkpoint's own folder (default: {DEFAULT_ROOT})")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.real_models import converted_checkpoint
+
+    print(converted_checkpoint(args.root.expanduser().resolve()))
+    return 0
+
 
 if __name__ == "__main__":
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path.home() / ".cache" / "domsum" / "models")
-    print(converted_checkpoint(root.resolve()))
+    raise SystemExit(main())

@@ -444,6 +444,12 @@ def _dvo_score(batch: Batch, ctx: Context) -> dict[str, list]:
     return {"dvo": dvo_scores(track(batch.predictions, ctx.bar_label("DVO"), enabled=ctx.progress), vocab)}
 
 
+def _dvo_describe(ctx: Context) -> dict[str, Any]:
+    """The vocabulary file and its size (a paper's "top 10k words" is checked against it) and the tokenizer."""
+    path, words = _vocabulary(ctx)
+    return {"vocabulary_used": path, "vocabulary_words": len(words), "dvo_tokenizer": _tokenizer_info()}
+
+
 DVO = Family(
     name="dvo",
     keys=(Key("dvo", description="share of the summary's vocabulary words in the domain vocabulary",
@@ -455,7 +461,7 @@ DVO = Family(
     settings=("vocab_dir",),
     options=("vocabulary_file",),
     check=_dvo_check,
-    describe=lambda ctx: {"vocabulary_used": _vocabulary(ctx)[0], "dvo_tokenizer": _tokenizer_info()},
+    describe=_dvo_describe,
 )
 
 METRIC_FAMILIES = (DVO,)

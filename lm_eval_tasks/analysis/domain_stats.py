@@ -10,7 +10,11 @@ one used is recorded with its versions in ``domain_stats.json``) and writes into
 ``--out``:
 
 * ``domain_stats.csv`` / ``.json`` / ``.md``: Table 5 (one row per domain, with the
-  pair counts and the reasons pairs were skipped);
+  pair counts and the reasons pairs were skipped); for a DomainSum domain, the paper's
+  published Table 5 value of each measure beside the run's, cited, with the check of the
+  run against the paper's protocol in words (``domain_stats.md``) and as a record
+  (``published`` in the JSON: ``comparable``, ``differences`` [{field, run, paper}]):
+  :func:`published_beside`;
 * ``radar_<group>.png``: Figure 3, one radar chart per group of domains, each axis
   normalised by its maximum over the group's domains;
 * ``vocab_overlap_<group>.png`` / ``.csv``: Figure 4, pairwise overlap (%) of the
@@ -285,11 +289,13 @@ def draw_figures(out: Path, rows: list[dict], overlaps: dict, meta: dict,
 
 
 def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
-                  plots: bool, notes: list[str] | None = None) -> list[Path]:
+                  plots: bool, notes: list[str] | None = None, published: list[dict] | None = None) -> list[Path]:
     """Table 5 (CSV, JSON, Markdown), overlap CSVs and, with ``plots``, the figures.
 
     ``notes`` (e.g. groups without an overlap matrix) are extended with the figures
-    not drawn and their reasons, and end ``domain_stats.md`` and the JSON."""
+    not drawn and their reasons, and end ``domain_stats.md`` and the JSON; ``published``
+    (:func:`published_beside`) is the JSON's ``published`` and a section of the Markdown."""
+    published = published or []
     notes = notes if notes is not None else []
     out.mkdir(parents=True, exist_ok=True)
     written = draw_figures(out, rows, overlaps, meta, notes) if plots else []
@@ -301,11 +307,12 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
     for r in rows:
         groups.setdefault(r["group"], []).append(r["domain"])
     payload = {**meta, "groups": groups, "domains": {r["domain"]: r for r in rows},
-               "vocab_overlap": overlaps, "notes": notes}
+               "vocab_overlap": overlaps, "published": published, "notes": notes}
     (out / "domain_stats.json").write_text(
         json.dumps(json_safe(payload), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     written.append(out / "domain_stats.json")
     md = table_markdown(rows, meta["profile"], meta["splits"], meta.get("tokenizer"))
+    md += published_markdown(published)
     for group, ov in overlaps.items():
         md += "\n" + overlap_markdown(group, ov["domains"], ov["matrix"])
     if notes:
@@ -319,6 +326,52 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
                    for name, row in zip(ov["domains"], ov["matrix"])))
         written.append(out / f"vocab_overlap_{group}.csv")
     return written
+
+
+# ------------------------------------------------------------------ beside the paper
+
+#: the paper whose published statistics a DomainSum domain's row is shown beside, and its table
+PUBLISHED_TABLE = ("domainsum", "Table 5")
+
+
+def published_beside(rows: list[dict], meta: dict) -> list[dict]:
+    """DomainSum Table 5's published value of every measured DomainSum domain and measure,
+    beside the user's (on the paper's scale: x100 for the percentages), each with its
+    citation and the check of how the user's corpus was measured against the paper's
+    protocol (:func:`lm_eval_tasks.report.beside.beside`): the pairs measured and their
+    split (the paper states neither), the tokenizer (the paper names none) and the
+    measures' definitions (the ``domainsum`` profile is the paper's; ``newsroom`` is
+    Grusky et al.'s). Empty for another benchmark: its domains are not the paper's."""
+    from lm_eval_tasks.report import beside, protocol, published
+
+    benchmark, table = PUBLISHED_TABLE
+    paper = published.load(benchmark)
+    if meta["benchmark"] != benchmark or paper is None:
+        return []
+    profile = meta["profile"]
+    definitions = protocol.Field("measure definitions", f"{profile} profile",
+                                 "the DomainSum release's (profile domainsum)", profile == "domainsum")
+    out = []
+    for r in rows:
+        facts = protocol.RunFacts(label=f"{r['domain']} ({r['splits']})", setting="dataset statistics",
+                                  subset=r["domain"], documents=r["n_used"], split=r["splits"].replace("+", ", "),
+                                  stated={"tokenizer": meta["tokenizer"]})
+        for v in paper.find(table=table, subset=r["domain"]):
+            x = r.get(v["measure"])
+            mine = x * paper.scale(v["metric"]) if isinstance(x, (int, float)) and math.isfinite(x) else None
+            out.append(beside.beside(paper, v, mine, facts, f"{r['domain']} {v['column']}", [definitions]))
+    return out
+
+
+def published_markdown(published: list[dict]) -> str:
+    """The section of ``domain_stats.md`` that shows :func:`published_beside`."""
+    from lm_eval_tasks.report.beside import beside_markdown
+
+    if not published:
+        return ""
+    return ("\nBeside the paper's published statistics (DomainSum Table 5), this run's on the paper's scale "
+            "(lengths in tokens, compression a ratio, the other measures x100):\n\n"
+            + beside_markdown(published))
 
 
 # ------------------------------------------------------------------ run
@@ -398,8 +451,10 @@ def run_domain_stats(targets: list[tuple[str, str]], out: Path, *, benchmark: st
     notes: list[str] = []
     overlaps = overlaps_by_group(vocabs, notes) if not synthetic else {}
     meta["seconds_total"] = time.perf_counter() - t_all
-    written = write_outputs(out, rows, overlaps, meta, plots=plots and not synthetic, notes=notes)
-    return {"rows": rows, "notes": notes, "written": written, "meta": meta}
+    published = published_beside(rows, meta)
+    written = write_outputs(out, rows, overlaps, meta, plots=plots and not synthetic, notes=notes,
+                            published=published)
+    return {"rows": rows, "notes": notes, "written": written, "meta": meta, "published": published}
 
 
 def print_account(done: dict, synthetic_length: str = "news") -> None:
@@ -414,4 +469,8 @@ def print_account(done: dict, synthetic_length: str = "news") -> None:
         print(f"synthetic: {r['n_pairs']:,} {synthetic_length}-length pairs measured "
               f"(tokenize + all measures + vocabulary) in {r['seconds']:.1f} s with "
               f"{meta['workers']} worker(s): {r['n_pairs'] / r['seconds']:,.0f} pairs/s")
+    if done.get("published"):
+        same = sum(r["comparable"] for r in done["published"])
+        print(f"beside DomainSum Table 5: {len(done['published'])} published values, {same} of the same protocol "
+              "(domain_stats.md, and 'published' in domain_stats.json)", file=sys.stderr)
     print("wrote " + ", ".join(str(p) for p in done["written"]), file=sys.stderr)

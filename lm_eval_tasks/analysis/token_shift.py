@@ -32,7 +32,9 @@ domain"): ``kl`` = mean KL(base || adapted), nats per position; ``shift_rate`` =
 adapted top-1 is not in the base top-3; ``marginal_rate`` (in it, not its top-1);
 ``unshifted_rate``; the same over every selected position as ``*_all_positions`` (the only
 ones with ``--no-vocab``). Overall = mean over documents; ``pooled`` = over positions.
-``units`` states each unit; ``published_comparison`` what Table 4 leaves unstated.
+``units`` states each unit; ``published_comparison`` what Table 4 leaves unstated;
+``published`` Table 4's values of the run's AdaptEval domain beside the run's, cited and
+checked against the paper's protocol (:mod:`lm_eval_tasks.analysis.shift_report`).
 
 The paper's protocol (settings, ``--positions``/``--samples``/``--seed`` or
 metadata > environment > default): ``token_shift_samples`` documents (default 10, the
@@ -67,7 +69,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -103,6 +104,7 @@ from custom_metrics.analysis.token_shift import (
     summarize_shift,
     units,
 )
+from lm_eval_tasks.analysis.shift_report import decoding_of, format_summary, published_beside
 from lm_eval_tasks.data.loader import json_lines, seeded_sample
 from lm_eval_tasks.results import first_text, task_from_samples_name
 from lm_eval_tasks.settings import resolve
@@ -240,6 +242,8 @@ class ShiftConfig:
     positions: str | None = None
     sample_count: int | None = None
     seed: int | None = None
+    #: the task of the samples (None: the one the samples file name names)
+    task: str | None = None
 
 
 def config_from_flags(f: dict[str, Any]) -> ShiftConfig:
@@ -274,7 +278,7 @@ def config_from_flags(f: dict[str, Any]) -> ShiftConfig:
         filter=f["filter"], limit=f["limit"], dtype=f["dtype"], device=f["device"], max_length=f["max_length"],
         add_bos={"auto": None, "true": True, "false": False}[f["add_bos_token"]],
         trust_remote_code=f["trust_remote_code"], positions=f.get("positions"), sample_count=f.get("sample_count"),
-        seed=f.get("seed"))
+        seed=f.get("seed"), task=f.get("task"))
 
 
 def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
@@ -407,15 +411,11 @@ def compute_shift(cfg: ShiftConfig, vocabulary: Sequence[str] | None = None,
                    "vocabulary_size": len(vocab) if vocab else None,
                    "base_label": base_spec.label() + (" [zero-shot prompt]" if cfg.mode == "prompt" else ""),
                    "adapted_label": adapted_spec.label() + (" [samples prompt]" if cfg.mode == "prompt" else "")})
-    return {
-        "config": config,
-        "units": units(positions),
-        "published_comparison": TABLE4_UNITS,
-        "overall": overall,
-        "top_shifted_tokens": [[tok.convert_ids_to_tokens(int(t)), n]
-                               for t, n in shifted_tokens.most_common(top_tokens)],
-        "documents": documents,
-    }
+    result = {"config": config, "units": units(positions), "published_comparison": TABLE4_UNITS, "overall": overall,
+              "top_shifted_tokens": [[tok.convert_ids_to_tokens(int(t)), n]
+                                     for t, n in shifted_tokens.most_common(top_tokens)], "documents": documents}
+    task = cfg.task or task_from_samples_name(cfg.samples)  # AdaptEval Table 4 beside it: shift_report
+    return result | {"published": published_beside(result, task, decoding_of(samples[0][1] if samples else {}))}
 
 
 # --------------------------------------------------------------------------- vocabulary and output
@@ -477,24 +477,3 @@ def write_result(result: dict[str, Any], path: str | Path) -> None:
     from lm_eval_tasks.outputs import write_atomically
 
     write_atomically(Path(path), json.dumps(result, indent=2, ensure_ascii=False, default=str))
-
-
-def _fmt(x: Any) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
-
-
-def format_summary(result: dict[str, Any]) -> str:
-    """The console summary: settings, counts, the statistics at domain words (the paper's) and at all positions."""
-    o, c = result["overall"], result["config"]
-    lines = [f"{c['base_label']}  ->  {c['adapted_label']}",
-             f"{o['documents']} of {c['documents_available']} documents (seed {c['seed']}), "
-             f"{o['positions' + ALL_POSITIONS]} {c['positions']} summary positions "
-             f"({o['positions']} at domain words), {o['forward_passes']} forward passes, "
-             f"{o['seconds']:.1f} s",
-             f"{'':14}{'KL':>10}{'shift %':>10}{'marginal %':>12}{'unshifted %':>13}"]
-    for label, sfx in (("domain words", ""), ("all positions", ALL_POSITIONS)):
-        lines.append(f"{label:14}{_fmt(o['kl' + sfx]):>10}{_fmt(o['shift_rate' + sfx]):>10}"
-                     f"{_fmt(o['marginal_rate' + sfx]):>12}{_fmt(o['unshifted_rate' + sfx]):>13}")
-    lines.append("KL in nats per position (mean over positions, then documents); AdaptEval Table 4 states no "
-                 "unit for its KL (the result's published_comparison)")
-    return "\n".join(lines)

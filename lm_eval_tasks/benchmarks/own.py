@@ -308,7 +308,32 @@ def register_folder(folder: str | os.PathLike) -> list[Any]:
     FOLDER`` indexes) in the catalogue; a folder that does not exist is an error naming it."""
     from lm_eval_tasks.catalog import register
 
-    return [register(spec_from_config(cfg, str(path))) for path, cfg in task_configs(folder)]
+    specs = []
+    for path, cfg in task_configs(folder):
+        spec = spec_from_config(cfg, str(path))
+        check_settings(cfg, f"task {spec.name!r} ({path})")
+        specs.append(register(spec))
+    return specs
+
+
+def check_settings(config: Mapping[str, Any], where: str) -> None:
+    """Every setting a task YAML's ``metadata`` holds (besides ``metadata.domain``) is a known
+    setting of its type and range; :class:`RecordError` naming ``where`` (the YAML) otherwise.
+
+    Why here and not only in the harness: the harness sees the YAML's metadata merged with
+    ``--metadata`` and the model's arguments, after the model has loaded, and cannot say
+    which of them holds the typo; read from the file, the typo is named with its file
+    before anything loads, as a mistyped family is.
+    """
+    from lm_eval_tasks.settings import SettingError, check_metadata
+
+    meta = config.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        return
+    try:
+        check_metadata({k: v for k, v in meta.items() if k != RECORD_KEY}, f"{where}: metadata")
+    except SettingError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def register_folders(folders: Iterable[str] | None = None) -> None:

@@ -11,8 +11,11 @@ FOLDER`` runs it from any directory with no suite command in between. The folder
 * ``README.md``: the harness's task README template, filled in for every task of the folder.
 
 A second domain written to the same folder adds its YAMLs beside the first's (one
-``utils.py`` serves all) and the README is written again to list both; only the same
-task name again needs ``--overwrite``.
+``utils.py`` serves all) and the README's generated parts (between marks) are written
+again to list both, the user's lines outside them kept; only the same task name again
+needs ``--overwrite``. What the user wrote is never replaced: a ``README.md`` that
+``new-task`` did not write stays as it is (the suite's goes beside it, as
+``README.domsum.md``), and a ``utils.py`` that is not the suite's is an error.
 
 The data are read once here, through the same reader the task uses, so a missing file,
 a missing field or a bad line is reported now, with its file and line, not after a
@@ -21,8 +24,10 @@ model has loaded.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +36,16 @@ from lm_eval_tasks.benchmarks.papers import RECORDS
 from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
     domain_source
 
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: a task name: matched whole (``fullmatch``: ``$`` alone would let a trailing line break through)
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: stops of DomainSum's prompts (a run-on generation ends at the next prompt marker)
 UNTIL = RECORDS["domainsum"].until
 #: tokens per word of English text in the usual LLM tokenizers (Llama, GPT-2: about 1.3)
 TOKENS_PER_WORD = 1.3
 #: train records the two-shot task needs: two demonstrations, neither the document itself
 MIN_TRAIN = 3
+#: how the YAML names the data files (``--data-paths``; :func:`data_file_names`)
+PATH_STYLES = ("auto", "relative", "absolute")
 
 
 @dataclass
@@ -58,6 +66,8 @@ class NewTask:
     prompt: str | None = None
     max_gen_toks: int | None = None
     overwrite: bool = False
+    #: one of :data:`PATH_STYLES`
+    data_paths: str = "auto"
     written: list[Path] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     #: what was not written, or written otherwise than asked, and why: one line each for the console
@@ -76,12 +86,20 @@ def _source(req: NewTask) -> DomainSource:
     folder = req.data.expanduser().resolve()
     if not folder.is_dir():
         raise RecordError(f"--data {req.data}: not a folder (it should hold test.jsonl and train.jsonl)")
+    from lm_eval_tasks.data.user_files import unreadable
+
     suffix = {"json": ".jsonl", "csv": ".csv"}
     for fmt in [req.format] if req.format else ["json", "csv"]:
-        if (folder / f"test{suffix[fmt]}").is_file():
-            files = {s: folder / f"{s}{suffix[fmt]}" for s in ("test", "train")
-                     if (folder / f"{s}{suffix[fmt]}").is_file()}
-            return domain_source(req.name, fmt, files, "--", **common)
+        if not os.path.lexists(folder / f"test{suffix[fmt]}"):
+            continue
+        files = {}
+        for split in ("test", "train"):  # a file that is there but cannot be read is said, not skipped
+            path = folder / f"{split}{suffix[fmt]}"
+            if os.path.lexists(path):
+                if (why := unreadable(path)) is not None:
+                    raise RecordError(f"--data {folder}: {path.name} cannot be read: {why}")
+                files[split] = path
+        return domain_source(req.name, fmt, files, "--", **common)
     have = sorted(p.name for p in folder.iterdir())[:10]
     raise RecordError(f"--data {folder}: no test.jsonl or test.csv (found: {', '.join(have) or 'nothing'})")
 
@@ -92,7 +110,7 @@ def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
     ``req.notes`` (it is left out and counted when the task runs)."""
     from lm_eval_tasks.benchmarks import drop_empty
     from lm_eval_tasks.data.records import BadLines, capped
-    from lm_eval_tasks.data.user_files import read_split
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, read_split
 
     out, bad = {}, []
     for split in source.splits:
@@ -101,6 +119,8 @@ def _read(req: NewTask, source: DomainSource) -> dict[str, list[dict]]:
         except BadLines as exc:
             bad += exc.problems
             continue
+        except FieldInNoRecord as exc:  # named as the flag that gave it (--document-field)
+            raise RecordError(exc.said_as("--" + exc.role.replace("_", "-"))) from None
         req.counts[split] = len(records)
         req.notes.extend(capped(empty))
         out[split] = drop_empty(records)[0]
@@ -121,7 +141,26 @@ def _strings(items) -> str:
     return "".join(f"    - {json.dumps(x)}\n" for x in items)
 
 
+def data_file_names(files: tuple[tuple[str, str], ...], out: Path, style: str = "auto") -> dict[str, str]:
+    """Each split's data file (absolute, as read) as the task YAML in ``out`` names it:
+    relative to ``out`` or absolute, by ``style`` (:data:`PATH_STYLES`).
+
+    Why relative when the data lie inside the task folder or beside it (under its parent,
+    ``auto``): the task reads a relative path from its YAML's own folder, wherever
+    ``lm_eval`` runs (:func:`~lm_eval_tasks.benchmarks.own.domain_source`), so the task
+    folder, or the folder holding it and its data, can be moved, copied or shared and
+    still finds them; an absolute path breaks as soon as they move. Data elsewhere (a
+    corpus folder shared by projects) keep their absolute path, which survives moving
+    the task folder alone.
+    """
+    if style not in PATH_STYLES:
+        raise RecordError(f"data paths {style!r}: choose one of {', '.join(PATH_STYLES)}")
+    relative = style == "relative" or style == "auto" and all(Path(f).is_relative_to(out.parent) for _, f in files)
+    return {split: os.path.relpath(f, out) if relative else f for split, f in files}
+
+
 def zero_shot_yaml(req: NewTask, source: DomainSource, max_gen: int) -> str:
+    """The zero-shot task's YAML; ``req.out`` is the (resolved) folder it is written to."""
     if source.format == "hub":
         data = (f"dataset_path: {json.dumps(source.hub_path)}\n"
                 + (f"dataset_name: {json.dumps(source.hub_name)}\n" if source.hub_name else "")
@@ -129,7 +168,8 @@ def zero_shot_yaml(req: NewTask, source: DomainSource, max_gen: int) -> str:
     else:
         data = (f"dataset_path: {source.format}        # json (JSON lines) or csv; or a hub dataset id\n"
                 "dataset_kwargs:\n  data_files:          # split -> file (relative paths: from this folder)\n"
-                + "".join(f"    {split}: {json.dumps(path)}\n" for split, path in source.files))
+                + "".join(f"    {split}: {json.dumps(path)}\n"
+                        for split, path in data_file_names(source.files, req.out, req.data_paths).items()))
     prompt = json.dumps(source.prompt) if source.prompt else "null"
     return (
         f"# Summarization on your own domain {req.name!r}, written by `domsum new-task` (docs/own_domain.md).\n"
@@ -174,34 +214,67 @@ UTILS = ('"""Harness entry point of this task folder: the YAMLs name ``utils.Sui
          "from lm_eval_tasks.harness import task_class\n\nSuiteTask = task_class(__file__)\n")
 
 
+def foreign_utils(path: Path) -> str | None:
+    """Why the ``utils.py`` already in a task folder cannot serve the YAMLs ``new-task``
+    writes, or None when it binds ``SuiteTask`` (the suite's, maybe edited, or an older one).
+
+    Why checked before writing: every YAML names ``class: !function utils.SuiteTask``, and
+    a folder holding the user's own ``utils.py`` (a project folder, another harness task's)
+    was written to, exit 0, and the task then failed to load with an ``AttributeError``.
+    """
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as exc:
+        return f"it cannot be read as Python (line {exc.lineno}: {exc.msg})"
+    except (OSError, ValueError) as exc:
+        return f"it cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == "SuiteTask"
+                or isinstance(node, ast.alias) and (node.asname or node.name) == "SuiteTask"
+                or isinstance(node, ast.ClassDef) and node.name == "SuiteTask"):
+            return None
+    return "it defines no SuiteTask, the class every task YAML names (`class: !function utils.SuiteTask`)"
+
+
 DVO_NOTE = """ DVO reads a vocabulary built from the train split the
 first time the task runs, cached under the vocabulary folder and rebuilt when the train
 file changes; the results record its path (`user_vocabulary`)."""
 
 
-def readme(out: Path) -> str:
-    """The folder's README (the harness's task README template) listing every task of every
-    domain whose YAML is in ``out``: written again whenever a domain is added, so a
-    second domain in the folder is listed beside the first."""
+#: the README ``new-task`` writes when the folder's own ``README.md`` is not one it wrote
+SIDE_README = "README.domsum.md"
+#: the marks around each part of a README that ``new-task`` writes again when a domain is
+#: added (HTML comments: a Markdown viewer shows nothing of them)
+_BEGIN = ("<!-- domsum new-task: begin {} (written from this folder's task YAMLs when a domain is added; "
+          "edit outside these marks) -->")
+_END = "<!-- domsum new-task: end {} -->"
+_SECTION = re.compile(r"<!-- domsum new-task: begin (\w+) [^\n]*?-->\n(.*?)<!-- domsum new-task: end \1 -->", re.S)
+
+
+def _sections(out: Path) -> dict[str, str]:
+    """The generated parts of the folder's README, listing every task of every domain whose
+    YAML is in ``out``: ``about`` (title and data) and ``tasks`` (tasks and metrics)."""
     from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
 
-    specs = [spec_from_config(cfg, str(path)) for path, cfg in task_configs(out)]
     domains: dict[str, DomainSource] = {}
+    named: dict[str, dict] = {}  # each domain's data files as its YAML names them (maybe relative to it)
     tasks, families = [], []
-    for spec in specs:
+    for path, cfg in task_configs(out):
+        spec = spec_from_config(cfg, str(path))
         source = domains.setdefault(spec.subset, spec.source)
+        named.setdefault(spec.subset, (cfg.get("dataset_kwargs") or {}).get("data_files") or {})
         how = ("two demonstrations from the train split, seeded per document" if spec.shots
                else "zero-shot, DomainSum's prompt" + (" (or the one in the YAML)" if source.prompt else ""))
         tasks.append(f"* `{spec.name}`: {how}; metrics {', '.join(spec.families)}")
         families += spec.families
     abstract = "\n".join(
         f"* `{name}`: records from "
-        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub" else ", ".join(f"`{p}` ({s})" for s, p in src.files))
+        + (f"the hub dataset `{src.hub_path}`" if src.format == "hub"
+           else ", ".join(f"`{p}` ({s})" for s, p in named[name].items()))
         + f"; field `{src.document_field}` is the document and `{src.summary_field}` the reference summary."
         for name, src in domains.items())
     title = next(iter(domains)) if len(domains) == 1 else out.name
-    tasks_text = "\n".join(tasks)
-    return f"""# {title}
+    about = f"""# {title}
 
 ### Paper
 
@@ -213,6 +286,26 @@ Abstract:
 
 The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) unless the
 YAML gives its own.
+"""
+    listed = "\n".join(tasks)
+    metrics = f"""{listed}
+
+Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
+their keys).{DVO_NOTE if 'dvo' in families else ''}
+"""
+    return {"about": about, "tasks": metrics}
+
+
+def _marked(name: str, text: str) -> str:
+    return f"{_BEGIN.format(name)}\n{text}{_END.format(name)}"
+
+
+def readme(out: Path, parts: dict[str, str] | None = None) -> str:
+    """The folder's README (the harness's task README template) listing every task of every
+    domain whose YAML is in ``out``; its generated parts (``parts``: :func:`_sections`)
+    between marks (:func:`write_readme`)."""
+    parts = parts or _sections(out)
+    return f"""{_marked("about", parts["about"])}
 
 Homepage: none
 
@@ -234,10 +327,7 @@ None.
 
 #### Tasks
 
-{tasks_text}
-
-Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
-their keys).{DVO_NOTE if 'dvo' in families else ''}
+{_marked("tasks", parts["tasks"])}
 
 ### Checklist
 
@@ -255,6 +345,40 @@ If other tasks on this dataset are already supported:
 
 * v1.0: written by `domsum new-task`.
 """
+
+
+def write_readme(out: Path, notes: list[str]) -> Path | None:
+    """Write the folder's README, never replacing what its user wrote; returns the file
+    written (None: none could be) and adds a line to ``notes`` when it is not ``README.md``.
+
+    Why never replaced whole: the README is where the user cites their data
+    (docs/own_domain.md), and ``--out`` may be a project folder with a README of its
+    own. A README ``new-task`` wrote holds its generated parts between marks: when a
+    domain joins the folder only those parts are written again, and every line outside
+    them stays as the user left it. A ``README.md`` without the marks is not the suite's:
+    it is left as it is, and the suite's README goes to :data:`SIDE_README` beside it.
+    """
+    from lm_eval_tasks.outputs import write_atomically
+
+    fresh = _sections(out)
+    for path in (out / "README.md", out / SIDE_README):
+        if not os.path.lexists(path):
+            write_atomically(path, readme(out, fresh))
+        else:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):  # not text new-task wrote: left as it is
+                continue
+            if {m.group(1) for m in _SECTION.finditer(text)} != set(fresh):
+                continue  # not one new-task wrote (or its marks were removed): left as it is
+            write_atomically(path, _SECTION.sub(lambda m: _marked(m.group(1), fresh[m.group(1)]), text))
+        if path.name != "README.md":
+            notes.append(f"{out / 'README.md'} is not one `domsum new-task` wrote (it has no generated "
+                         f"section): left as it is; the tasks' README is {path}")
+        return path
+    notes.append(f"{out / 'README.md'} and {out / SIDE_README} are not ones `domsum new-task` wrote: both left "
+                 f"as they are, no README written")
+    return None
 
 
 def _train_notes(req: NewTask, source: DomainSource, records: dict[str, list[dict]]) -> bool:
@@ -309,8 +433,10 @@ def write_folder(req: NewTask) -> NewTask:
     """Check the request and the data, then write the folder; returns ``req`` with what
     was written and the record counts."""
     from lm_eval_tasks import catalog
+    from lm_eval_tasks.benchmarks.own import check_families
 
-    if not NAME_RE.match(req.name):
+    check_families(req.families, f"task {req.name!r}")
+    if not NAME_RE.fullmatch(req.name):
         raise RecordError(f"task name {req.name!r}: use letters, digits and underscores, starting with a letter")
     if req.name.endswith("_2shot"):
         raise RecordError(f"task name {req.name!r}: the two-shot task gets `_2shot` itself; drop the suffix")
@@ -338,6 +464,10 @@ def write_folder(req: NewTask) -> NewTask:
     if clash and not req.overwrite:
         raise RecordError(f"{clash[0]} exists; pass --overwrite to replace task {req.name!r}, or choose another "
                           f"name or --out folder")
+    utils = out / "utils.py"
+    if os.path.lexists(utils) and (why := foreign_utils(utils)) is not None:  # never replaced: it is the user's
+        raise RecordError(f"{utils} is not the suite's: {why}; choose another --out folder, or add "
+                          f"`from lm_eval_tasks.harness import task_class; SuiteTask = task_class(__file__)` to it")
     if out.is_dir():  # the domains already there must read back: the README lists them with this one
         from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
 
@@ -356,7 +486,6 @@ def write_folder(req: NewTask) -> NewTask:
     req.written = list(files)
     for path, text in files.items():
         write_atomically(path, text)
-    readme_path = out / "README.md"
-    write_atomically(readme_path, readme(out))
-    req.written.append(readme_path)
+    if (readme_path := write_readme(out, req.notes)) is not None:
+        req.written.append(readme_path)
     return req

@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="replace what an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar (stderr) while judging focus")
     ap.add_argument("lm_eval_args", nargs="*", help="extra lm_eval arguments after --")
-    args = ap.parse_args(argv)
-
+    if (args := ap.parse_args(argv)).n < 1:  # its mirror for the harness would hold no records: one line, no usage
+        ap.exit(2, f"domsum change-amplitude: error: --n must be >= 1 (test rows sampled), got {args.n}\n")
     attrs = [a for a in args.attributes.split(",") if a]
     bad = [a for a in attrs if a not in ATTRIBUTES]
     if bad:

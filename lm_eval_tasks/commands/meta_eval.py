@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--test-coefficient", choices=COEFFICIENTS, default="pearson",
                     help="coefficient of the metric-vs-metric test")
     ap.add_argument("--benchmark", choices=sorted(catalog.BENCHMARKS), default=None,
-                    help="--compute rouge stems as this benchmark's release does (unless rouge_stemming is set)")
+                    help="--compute rouge stems as its release does; medqsum or none: its paper's correlations beside")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kappa", default=None, help="two annotator columns A,B")
     ap.add_argument("--ratings", default=None,
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                           test_level=args.test_level, test_coefficient=args.test_coefficient,
                           rouge_stemming=resolve(meta, "rouge_stemming"),
                           rouge_convention=conventions(args.benchmark or "").get("rouge_stemming"))
-            page = out / write_page(partial, summary).name
+            page = out / write_page(partial, summary, args.benchmark).name
     except (MetaEvalError, OutputError) as exc:  # the library names the file and rows; one line, no traceback
         print(f"meta_eval: error: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
-from lm_eval_tasks.benchmarks.own_folder import NewTask, write_folder
+from lm_eval_tasks.benchmarks.own_folder import PATH_STYLES, NewTask, write_folder
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -43,7 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--prompt", help="a zero-shot prompt with {document} instead of DomainSum's")
     ap.add_argument("--max-gen-toks", "--max_gen_toks", dest="max_gen_toks", type=int,
                     help="generation budget (default: about twice the mean reference length in tokens)")
-    ap.add_argument("--overwrite", action="store_true", help="replace the folder's files if they exist")
+    ap.add_argument("--data-paths", "--data_paths", dest="data_paths", choices=PATH_STYLES, default="auto",
+                    help="how the YAML names the data files: relative to the task folder (moves with it), "
+                         "absolute, or auto: relative when they lie inside or beside the task folder")
+    ap.add_argument("--overwrite", action="store_true", help="replace this task's YAMLs (not your README, utils.py)")
     args = ap.parse_args(argv)
     if args.max_gen_toks is not None and args.max_gen_toks < 1:
         ap.error("--max-gen-toks must be >= 1")
@@ -57,11 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                   hub_config=args.hub_config, format=args.format, document_field=args.document_field,
                   summary_field=args.summary_field, id_field=args.id_field, level=args.level,
                   families=tuple(dict.fromkeys(families)), prompt=args.prompt, max_gen_toks=args.max_gen_toks,
-                  overwrite=args.overwrite)
+                  overwrite=args.overwrite, data_paths=args.data_paths)
     try:
-        from lm_eval_tasks.benchmarks.own import check_families
-
-        check_families(req.families, f"task {args.name!r}")
         done = write_folder(req)
     except SuiteError as exc:
         print(f"domsum new-task: error: {exc}", file=sys.stderr)

@@ -71,9 +71,10 @@ def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
     :data:`~lm_eval_tasks.data.records.BAD_LINES_SHOWN` in full; an empty record a note, as
     ``domsum new-task`` says them), a hub split by its first record."""
     from lm_eval_tasks.data.records import BAD_LINES_SHOWN, BadLines, capped
-    from lm_eval_tasks.data.user_files import first_problem, read_split
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, first_problem, read_split
 
     problems = []
+    absent: set[tuple[str, str]] = set()
     vocabulary = any("vocabulary" in registry.get(f).needs for f in spec.families)  # built from the train split
     for split in ["test"] + (["train"] if spec.shots or vocabulary else []):
         if spec.source.format != "hub":
@@ -82,6 +83,11 @@ def _user_problems(spec: TaskSpec, notes: list[str]) -> list[str]:
                 records, empty = read_split(spec.source, split)
             except BadLines as exc:
                 problems += capped(exc.problems, BAD_LINES_SHOWN, "bad line(s)")
+                continue
+            except FieldInNoRecord as exc:  # one line, not one per record, nor again for the train file
+                if (exc.role, exc.name) not in absent:
+                    problems.append(f"task {spec.name!r}: {exc}")
+                absent.add((exc.role, exc.name))
                 continue
             except DataError:
                 records = []  # the file itself (missing, unreadable): said below with the task's name
@@ -107,4 +113,77 @@ def data_problems(spec: TaskSpec, metadata: Mapping[str, Any] | None = None,
     return [problem] if problem else []
 
 
-__all__ = ["data_problems"]
+def harness_data_problem(name: str, tasks: list[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """Why the data of ``name``, a task, group or tag of the harness's own (not the suite's),
+    cannot be had, in one line; None when it can, as far as a cheap check can tell.
+
+    Why: lm-eval loads a task's dataset after the model, so ``--tasks mine,hellaswag``
+    offline loaded the model and then ended in a 35-line hub traceback. ``tasks`` are the
+    ``(task, configuration)`` of its tasks; each hub dataset among them (``dataset_path``
+    and ``dataset_name``; local files and folders are not checked) is looked up in the local
+    Hugging Face cache when offline mode is on (about a millisecond each), else the hub's
+    reachability is probed once.
+    """
+    from lm_eval_tasks.data.hub import offline_variables, one_line
+
+    sources = list(dict.fromkeys(src for _, cfg in tasks if (src := _hub_dataset(cfg)) is not None))
+    if not sources:
+        return None
+    what = f"task {name!r} is a harness task, not the suite's"
+    offline = offline_variables()
+    if not offline:
+        found = _hub_probe()
+        if found is None:
+            return None
+        host, reason = found
+        return (f"{what}; its data ({_named(sources)}) comes from the hub, which cannot be reached ({host}: "
+                f"{reason}): with {_OFFLINE_RERUN} it is read from the local Hugging Face cache if it was "
+                f"downloaded before, or leave it out of --tasks")
+    import datasets
+
+    missing = []
+    for path, config in sources:
+        try:
+            datasets.load_dataset_builder(path, config)
+        except Exception as exc:  # noqa: BLE001 - not cached, or a broken cache
+            missing.append(((path, config), one_line(exc)))
+    if not missing:
+        return None
+    return (f"{what}; its data ({_named([m for m, _ in missing])}) is not in the local Hugging Face cache and "
+            f"offline mode is on ({', '.join(offline)}): run it once where the hub is reachable, or leave it out "
+            f"of --tasks ({missing[0][1]})")
+
+
+#: what turns the libraries' offline mode on, said where the hub cannot be reached
+_OFFLINE_RERUN = "HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1"
+
+
+@lru_cache(maxsize=1)
+def _hub_probe() -> tuple[str, str] | None:
+    """The hub's reachability, probed once per process however many tasks ask."""
+    from lm_eval_tasks.data.hub import down
+
+    return down()
+
+
+def _hub_dataset(config: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """``(dataset_path, dataset_name)`` of a harness task that reads a hub dataset, else None
+    (no dataset, a local file or folder, a packaged builder such as ``json`` reading local files)."""
+    from pathlib import Path
+
+    path, config_name = config.get("dataset_path"), config.get("dataset_name")
+    if not isinstance(path, str) or not path.strip() or Path(path).expanduser().exists():
+        return None
+    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+    if path in _PACKAGED_DATASETS_MODULES:
+        return None
+    return path, (config_name if isinstance(config_name, str) and config_name else None)
+
+
+def _named(sources: list[tuple[str, str | None]], shown: int = 3) -> str:
+    names = [path + (f" ({config})" if config else "") for path, config in sources]
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+__all__ = ["data_problems", "harness_data_problem"]

@@ -30,9 +30,15 @@ OFFLINE_HINT = ("set DOMSUM_DATA_DIR (the data_dir setting) to a local mirror, "
                 "HF_HUB_OFFLINE=1 reads only the local Hugging Face cache, without network retries")
 
 
+def offline_variables() -> list[str]:
+    """The offline variables that are on, as ``NAME=value`` (for a message saying why)."""
+    return [f"{name}={os.environ[name]}" for name in OFFLINE_ENV
+            if os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}]
+
+
 def offline_mode() -> bool:
     """Whether ``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE`` is on (the libraries' own rule)."""
-    return any(os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"} for name in OFFLINE_ENV)
+    return bool(offline_variables())
 
 
 def endpoint() -> tuple[str, int]:
@@ -46,14 +52,23 @@ def unreachable(what: str) -> str | None:
     within :data:`PROBE_TIMEOUT` s; None when it does. Not probed in offline mode (the
     library reads its cache and fails fast by itself) or behind a proxy (a direct
     connection proves nothing there)."""
+    found = down()
+    if found is None:
+        return None
+    host, reason = found
+    return f"{what}: the hub ({host}) cannot be reached ({reason}) and no local mirror is configured: {OFFLINE_HINT}."
+
+
+def down() -> tuple[str, str] | None:
+    """``(host, reason)`` when the hub's host does not answer a TCP connection within
+    :data:`PROBE_TIMEOUT` s; None when it does, in offline mode and behind a proxy."""
     if offline_mode() or any(os.environ.get(name) for name in PROXY_ENV):
         return None
     host, port = endpoint()
     try:
         socket.create_connection((host, port), timeout=PROBE_TIMEOUT).close()
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return f"{what}: the hub ({host}) cannot be reached ({reason}) and no local mirror is configured: {OFFLINE_HINT}."
+        return host, exc.strerror or type(exc).__name__
     return None
 
 
@@ -64,4 +79,5 @@ def one_line(exc: BaseException, limit: int = 200) -> str:
     return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
-__all__ = ["OFFLINE_HINT", "PROBE_TIMEOUT", "endpoint", "offline_mode", "one_line", "unreachable"]
+__all__ = ["OFFLINE_HINT", "PROBE_TIMEOUT", "down", "endpoint", "offline_mode", "offline_variables", "one_line",
+           "unreachable"]

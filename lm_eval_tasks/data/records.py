@@ -148,10 +148,13 @@ def json_lines(path: Path, prefix: str = "", error: type[Exception] = DataError,
     decoded one by one so that bad UTF-8 is reported with its line number, not as a bare
     ``UnicodeDecodeError`` from deep inside the file iterator; bad UTF-8 and invalid JSON
     raise ``error`` naming the file and line, or, given ``problems``, are added there and
-    skipped.
+    skipped. A byte-order mark before the first line (Windows editors write one) is not
+    part of it.
     """
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             where = f"{prefix}{path}, line {lineno}"
             value, bad = _parse_line(raw)
             if bad:

@@ -11,7 +11,10 @@ problem names the task, the file, the line and the field, as the loader's do.
 from __future__ import annotations
 
 import csv
+import errno
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +26,34 @@ from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, fail_or_
 #: the declared source of every registered user domain, by ``(benchmark, subset)``: the
 #: index the loader asks (the catalogue's :func:`~lm_eval_tasks.catalog.register` fills it)
 _SOURCES: dict[tuple[str, str], Any] = {}
+
+
+#: the fields of a domain's record that name a field of its data, as ``DomainSource`` holds them
+FIELD_ROLES = ("document_field", "summary_field", "id_field")
+
+
+class FieldInNoRecord(DataError):
+    """A field the domain names (``document_field``, ...) that no record of a file has.
+
+    Why one error and not one bad line per record: a mistyped field name (``--document-field
+    text`` for data whose field is ``dialogue``) makes every line bad in the same way, and
+    a hundred identical lines hide the one thing to change. Said once, with the fields the
+    records do have and the close ones; :meth:`said_as` names the field the way the caller
+    took it (``domsum new-task``'s flag).
+    """
+
+    def __init__(self, where: str, name: str, role: str, records: int, present: list[str]) -> None:
+        self.where, self.name, self.role, self.records, self.present = where, name, role, records, present
+        super().__init__(self.said_as(role))
+
+    def said_as(self, label: str) -> str:
+        import difflib
+
+        lowered = {p.lower(): p for p in self.present}
+        close = [lowered[c] for c in difflib.get_close_matches(self.name.lower(), list(lowered), n=3, cutoff=0.5)]
+        return (f"{self.where}: none of its {self.records} record(s) has the field {self.name!r} ({label}); "
+                f"their fields: {', '.join(self.present) or 'none'}"
+                + (f"; did you mean {' or '.join(map(repr, close))}?" if close else ""))
 
 
 def register_source(benchmark: str, subset: str, source: Any) -> None:
@@ -44,6 +75,29 @@ def split_path(source: Any, split: str, task: str | None) -> Path:
                         f"`{split}: FILE` under dataset_kwargs.data_files in its task YAML "
                         f"(it names {', '.join(sorted(files))})")
     return Path(files[split])
+
+
+def unreadable(path: Path) -> str | None:
+    """Why the data file ``path``, which is there, cannot be read (a folder, a symbolic link
+    that loops or leads nowhere, not a regular file, forbidden), or None when it can be.
+
+    Why asked of a name that is there: ``Path.is_file()`` answers False for each of these
+    alike, so the file was reported as missing ("no test.jsonl", "no train split") while the
+    user could see it in the folder.
+    """
+    if path.is_dir():
+        return "it is a folder, not a file"
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read below
+            return "it is not a regular file"
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "it is a symbolic link that leads back to itself (too many levels of symbolic links)"
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            return f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+        return (exc.strerror or type(exc).__name__).lower()
 
 
 def _rename(rec: dict, source: Any, where: str) -> dict:
@@ -69,25 +123,39 @@ def iter_records(source: Any, split: str, task: str | None = None,
     else:
         path = split_path(source, split, task)
         if not path.is_file():
-            raise DataError(f"{_where(task)}{split} file {path} does not exist (dataset_kwargs.data_files."
-                            f"{split} in the task YAML)")
+            why = unreadable(path) if os.path.lexists(path) else None
+            raise DataError(f"{_where(task)}{split} file {path} "
+                            + (f"cannot be read: {why}" if why else "does not exist")
+                            + f" (dataset_kwargs.data_files.{split} in the task YAML)")
         rows = (_csv_rows(path, _where(task), problems) if source.format == "csv"
                 else json_lines(path, _where(task), problems=problems))
+    present: dict[str, None] = {}  # every field name of the records read, in first-seen order
+    records = 0
     for where, rec in rows:
+        if isinstance(rec, dict):
+            present.update(dict.fromkeys(rec))
+            records += 1
         try:
             yield where, _rename(validate_record(rec, fields, where), source, where)
         except DataError as exc:
             if problems is None:
                 raise
             problems.append(str(exc))
+    if problems is not None and records and source.format != "hub":  # a hub split's columns are checked first
+        for role in FIELD_ROLES:
+            name = getattr(source, role)
+            if name and name not in present:
+                raise FieldInNoRecord(f"{_where(task)}{path}", name, role, records, list(present))
 
 
 def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Iterator[tuple[str, dict]]:
     """Rows of a CSV file with a header line, each with its line number (a row with more
-    cells than the header is an error, or one of ``problems``)."""
+    cells than the header is an error, or one of ``problems``). A byte-order mark, which
+    Excel's "CSV UTF-8" writes before the header, is not part of the first column's name;
+    Windows line ends are read as line ends."""
     csv.field_size_limit(sys.maxsize)  # documents are long; the default limit is 128 KiB
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             for row in reader:
                 where = f"{prefix}{path}, line {reader.line_num}"

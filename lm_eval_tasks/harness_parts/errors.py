@@ -22,9 +22,10 @@ class ScorerUnavailableError(SuiteError, RuntimeError):
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from lm_eval_tasks.benchmarks.own import RecordError
     from lm_eval_tasks.data.loader import DataError
 
-    return (DataError, settings.SettingError, ScorerUnavailableError)
+    return (DataError, RecordError, settings.SettingError, ScorerUnavailableError)
 
 
 def _interrupted(exc: KeyboardInterrupt) -> str:

@@ -8,8 +8,9 @@ from the command line before the harness parses it (lm-eval's CLI keeps only the
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def index_paths(folders: Sequence[str]) -> list[str]:
@@ -40,4 +41,31 @@ def split_include_paths(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return rest, folders
 
 
-__all__ = ["index_paths", "split_include_paths"]
+def index_leaves(index: Mapping[str, Any], name: str) -> list[tuple[str, dict]]:
+    """``(task, configuration)`` of every task that ``name`` (a task, group or tag of the
+    harness's index, ``TaskManager.task_index``) stands for, as the index read them.
+
+    Why here: the index's entries are plain data (a kind, the YAML's configuration, a tag's
+    task names), so walking them needs no ``lm_eval`` import; a group's or tag's members are
+    followed through the index, each once.
+    """
+    seen: set[str] = set()
+
+    def leaves(item: str) -> list[tuple[str, dict]]:
+        entry = index.get(item)
+        if entry is None or item in seen:
+            return []
+        seen.add(item)
+        kind = entry.kind.name  # TASK, PY_TASK, GROUP or TAG
+        if kind in ("TASK", "PY_TASK"):
+            return [(item, dict(entry.cfg or {}))]
+        listed = (entry.cfg or {}).get("task") if kind == "GROUP" else sorted(entry.tags)
+        members = listed if isinstance(listed, list) else [listed] if listed else []
+        names = [m if isinstance(m, str) else m.get("task") or m.get("group") for m in members
+                 if isinstance(m, (str, dict))]
+        return [leaf for m in names if isinstance(m, str) for leaf in leaves(m)]
+
+    return leaves(name)
+
+
+__all__ = ["index_leaves", "index_paths", "split_include_paths"]

@@ -19,14 +19,23 @@ and skips sampled requests. Here the key is
   system instruction, demonstrations, prompt variant and document budget are all
   rendered into it) and the generation settings (``until``, ``max_gen_toks``,
   ``do_sample``, temperature...);
+* for a request that draws samples (:func:`samples`: ``do_sample`` true or a temperature
+  above 0), the run's **seeds** (:func:`request_key`): without them a run with
+  ``--seed 2`` would be served the draws of ``--seed 1`` and a seed-variance study would
+  see none. A greedy request's key has no seed, so greedy runs share generations across
+  seeds;
 * the request's **occurrence** in the batch (the n-th identical request), so repeated
   sampled requests keep their own answers.
 
-A journal is a folder per model identity (``identity.json`` says which), holding one
-JSON-lines file per data-parallel rank (``rank<R>.jsonl``); each line is appended,
-flushed and fsync'd as its generation finishes. A rank reads every rank's file (a
-resumed run may shard documents differently) and writes only its own. A line cut by a
-killed process is skipped when read. Nothing here imports ``lm_eval``.
+A journal is a folder per model identity (``identity.json`` says which, keys in its
+URLs masked by :mod:`custom_metrics.secrets`), holding one JSON-lines file per
+data-parallel rank (``rank<R>.jsonl``); each line is appended in one
+unbuffered write and fsync'd as its generation finishes, so a write that fails (a full
+disk) leaves nothing behind to be written again at close. A rank reads every rank's file
+(a resumed run may shard documents differently) and writes only its own. A line cut by a
+killed process or a full disk is counted and skipped when read, and the next line
+written after it starts on a line of its own, so the cut line never swallows a finished
+generation. Nothing here imports ``lm_eval``.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from custom_metrics import secrets
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +132,35 @@ def model_identity(lm: Any, model_name: str | None, model_args: Mapping[str, Any
             "files": _digest(files) if files else None}
 
 
-def request_key(context: Any, gen_kwargs: Any) -> str:
-    """The key of one request, without the model (:meth:`Journal.key` adds it)."""
-    return _digest([str(context) if isinstance(context, str) else context, gen_kwargs])
+def samples(gen_kwargs: Any) -> bool:
+    """Whether generation settings draw samples: ``do_sample`` true, or a temperature above 0.
+
+    Why a temperature alone counts: lm-eval's API backends send it whatever ``do_sample``
+    says, and the ``hf`` backend samples when it is set without ``do_sample``. Reading a
+    greedy request as sampled only costs a generation; the reverse serves one seed's draw
+    to another.
+    """
+    if not isinstance(gen_kwargs, Mapping):
+        return False
+    do_sample = gen_kwargs.get("do_sample")
+    if do_sample is True or str(do_sample).strip().lower() in ("true", "1", "yes"):
+        return True
+    try:
+        return float(gen_kwargs.get("temperature") or 0) > 0
+    except (TypeError, ValueError):
+        return True  # a temperature that is not a number: not provably greedy
+
+
+def request_key(context: Any, gen_kwargs: Any, seeds: Mapping[str, Any] | None = None) -> str:
+    """The key of one request, without the model (:meth:`Journal.key` adds it).
+
+    ``seeds`` are the run's seeds, given for a request that :func:`samples`; a greedy
+    request's key leaves them out (and is the key it had before seeds were keyed).
+    """
+    parts: list[Any] = [str(context) if isinstance(context, str) else context, gen_kwargs]
+    if seeds is not None:
+        parts.append({"seeds": dict(seeds)})
+    return _digest(parts)
 
 
 class Journal:
@@ -134,10 +171,19 @@ class Journal:
         self.dir = Path(folder).expanduser() / self.identity_sha[:24]
         self.path = self.dir / f"rank{rank}.jsonl"
         self._identity = dict(identity)
-        self._fh: Any = None
+        #: this rank's file, opened for appending at the first commit
+        self._fd: int | None = None
+        #: the file ends inside a line (cut by a killed process or a failed write): the next
+        #: line written starts with a line break of its own
+        self._cut = False
         self.entries: dict[str, Any] = {}
+        #: lines of every rank's file that hold no readable generation (cut mid-write)
+        self.unreadable = 0
         for part in sorted(self.dir.glob("rank*.jsonl")):
             self._read(part)
+        if self.unreadable:
+            log.warning("generation journal %s: %d unreadable line(s) skipped (cut mid-write by a killed process "
+                        "or a full disk); their generations are made again", self.dir, self.unreadable)
 
     def key(self, request: str, occurrence: int = 0) -> str:
         """The key of the ``occurrence``-th identical ``request`` (:func:`request_key`) of this model."""
@@ -150,36 +196,65 @@ class Journal:
             log.warning("generation journal %s cannot be read (%s); its generations are made again", path, exc)
             return
         for line in lines:
+            if not line.strip():
+                continue  # the line break a commit after a cut line starts with
             try:
                 row = json.loads(line)
                 self.entries[row["key"]] = row["response"]
             except (ValueError, KeyError, TypeError):
-                continue  # a line cut by a killed process
+                self.unreadable += 1
 
     def get(self, key: str) -> Any:
         """The journaled response of ``key``, or None."""
         return self.entries.get(key)
 
-    def add(self, key: str, response: Any, task: str | None, doc_id: Any) -> None:
-        """Commit one finished generation: appended, flushed and fsync'd before this returns."""
-        if self._fh is None:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            card = self.dir / "identity.json"
-            if not card.exists():
-                tmp = card.with_name(f".identity.{os.getpid()}.partial")
-                tmp.write_text(json.dumps(self._identity, indent=1, sort_keys=True, default=repr), encoding="utf-8")
+    def _open(self) -> int:
+        """This rank's file, for appending; its identity card written first (once)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        card = self.dir / "identity.json"
+        if not card.exists():
+            tmp = card.with_name(f".identity.{os.getpid()}.partial")
+            try:
+                tmp.write_text(json.dumps(secrets.mask_obj(self._identity), indent=1, sort_keys=True, default=repr),
+                               encoding="utf-8")
                 os.replace(tmp, card)
-            self._fh = open(self.path, "a", encoding="utf-8")
+            finally:
+                tmp.unlink(missing_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            self._cut = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
+
+    def add(self, key: str, response: Any, task: str | None, doc_id: Any) -> None:
+        """Commit one finished generation: written and fsync'd before this returns.
+
+        The line goes out in unbuffered writes: when one fails (a full disk) nothing stays
+        in a buffer for :meth:`close` to write again, and the next commit starts a new line.
+        """
+        if self._fd is None:
+            self._fd = self._open()
         row = {"key": key, "task": task, "doc_id": doc_id, "response": response}
-        self._fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        data = memoryview((("\n" if self._cut else "") + json.dumps(row, ensure_ascii=False, default=str)
+                           + "\n").encode("utf-8"))
+        self._cut = True  # until the whole line is out
+        while data:
+            data = data[os.write(self._fd, data):]
+        self._cut = False
+        os.fsync(self._fd)
         self.entries[key] = response
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        """Close this rank's file; never raises (every line is already written or failed)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError as exc:
+                log.warning("generation journal %s: closing it failed (%s)", self.path, exc)
 
 
-__all__ = ["Journal", "model_identity", "request_key"]
+__all__ = ["Journal", "model_identity", "request_key", "samples"]

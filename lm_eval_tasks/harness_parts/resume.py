@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from lm_eval_tasks.harness_parts.journal import Journal, model_identity, request_key
+from lm_eval_tasks.harness_parts.journal import Journal, model_identity, request_key, samples
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +60,22 @@ class _Hook:
 class Session:
     """The journal of one evaluation: which task journals where, and what was served and made."""
 
-    def __init__(self, lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None) -> None:
+    def __init__(self, lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None,
+                 seeds: Mapping[str, Any] | None = None) -> None:
         self._model = (lm, model_name, model_args)
         self._identity: dict[str, Any] | None = None
+        #: the run's seeds (:func:`run_seeds`), keyed into every sampled request; None when
+        #: unknown or unset, and then sampled requests bypass the journal
+        self.seeds = dict(seeds) if seeds is not None else None
         self.rank = int(getattr(lm, "rank", 0) or os.environ.get("LOCAL_RANK", "0") or 0)
         #: task name -> journal folder, None where the task's setting is off
         self.folders: dict[str, str | None] = {}
         self.journals: dict[str, Journal] = {}
-        #: task -> doc_ids answered from the journal / committed to it by this process
+        #: task -> journal keys answered from the journal / committed to it by this process, and
+        #: how many of its requests this process passed to the model (padding left out: :meth:`generate`)
         self.served: dict[str, set] = defaultdict(set)
         self.written: dict[str, set] = defaultdict(set)
+        self.made: Counter = Counter()
         #: request key -> the requests waiting for that response (the cache hook commits them)
         self.pending: dict[str, deque] = defaultdict(deque)
         self.broken: str | None = None
@@ -89,26 +95,44 @@ class Session:
         return self.journals[folder]
 
     def generate(self, call: Callable[[list], list], requests: list) -> list:
-        """The responses to ``requests``: the journal's where it holds them, ``call``'s for the rest."""
+        """The responses to ``requests``: the journal's where it holds them, ``call``'s for the rest.
+
+        Under data parallelism lm-eval pads a rank's requests with its last request again
+        (the same object, beyond its ``repeats``) so that every rank runs as many; those
+        copies are answered and journaled like any request but counted nowhere, so that the
+        counts are the task's generations on every number of ranks.
+        """
         results: list = [None] * len(requests)
         todo: list[int] = []
         seen: Counter = Counter()
+        uses: Counter = Counter()
+        padding: set[int] = set()
         for i, req in enumerate(requests):
-            journal = self.journal(getattr(req, "task_name", None))
+            task = getattr(req, "task_name", None)
+            uses[id(req)] += 1
+            if uses[id(req)] > int(getattr(req, "repeats", 1) or 1):
+                padding.add(i)
+            journal = self.journal(task)
             args = getattr(req, "args", ())
-            if journal is None or len(args) < 2:
+            drawn = len(args) >= 2 and samples(args[1])
+            # an unseeded draw is not journaled: no later run could tell it from another
+            if journal is None or len(args) < 2 or (drawn and self.seeds is None):
                 todo.append(i)
                 continue
-            base = request_key(args[0], args[1])
-            key = journal.key(base, seen[(journal.dir, base)])
-            seen[(journal.dir, base)] += 1
+            base = request_key(args[0], args[1])  # what the backend's cache hook reports
+            keyed = request_key(args[0], args[1], self.seeds) if drawn else base
+            key = journal.key(keyed, seen[(journal.dir, keyed)])
+            seen[(journal.dir, keyed)] += 1
             hit = journal.get(key)
             if hit is not None:
                 results[i] = hit
-                self.served[req.task_name].add(req.doc_id)
+                if i not in padding:
+                    self.served[task].add(key)
             else:
                 todo.append(i)
-                self.pending[base].append((i, key, journal, req))
+                self.pending[base].append((i, key, journal, req, i not in padding))
+        self.made.update(t for i in todo if i not in padding
+                         and (t := getattr(requests[i], "task_name", None)) in self.folders)
         served = len(requests) - len(todo)
         if served:
             log.warning("generation journal: %d of %d requests answered from %s; generating the other %d",
@@ -118,8 +142,8 @@ class Session:
             for i, response in zip(todo, out, strict=True):
                 results[i] = response
             for waiting in self.pending.values():  # what the backend's cache hook did not report
-                for i, key, journal, req in waiting:
-                    self._commit(journal, key, results[i], req)
+                for i, key, journal, req, counted in waiting:
+                    self._commit(journal, key, results[i], req, counted)
             self.pending.clear()
         return results
 
@@ -132,10 +156,10 @@ class Session:
         except (TypeError, IndexError, KeyError):
             return
         if waiting:
-            _, key, journal, inst = waiting.popleft()
-            self._commit(journal, key, res, inst)
+            _, key, journal, inst, counted = waiting.popleft()
+            self._commit(journal, key, res, inst, counted)
 
-    def _commit(self, journal: Journal, key: str, response: Any, req: Any) -> None:
+    def _commit(self, journal: Journal, key: str, response: Any, req: Any, counted: bool = True) -> None:
         if response is None or self.broken:
             return
         with _signals_deferred():  # the line written and its count agree, whenever Ctrl-C comes
@@ -146,16 +170,20 @@ class Session:
                 log.warning("generation journal %s cannot be written (%s); this run goes on without it",
                             journal.path, exc)
                 return
-            self.written[req.task_name].add(req.doc_id)
+            if counted:
+                self.written[req.task_name].add(key)
 
     def record(self, task: str) -> dict[str, Any]:
-        """What the results record about ``task``'s journal (``configs.<task>.metadata``), this rank."""
+        """What the results record about ``task``'s journal (``configs.<task>.metadata``), this rank:
+        its folder (``off``, or ``failed: ...`` once a write failed), how many of the task's
+        generations it answered and how many the model made in this run."""
         if task not in self.folders:
             return {}
         journal = self.journal(task)
-        if journal is None:
-            return {"generation_journal": "off" if self.folders[task] is None else f"failed: {self.broken}"}
-        return {"generation_journal": str(journal.dir), "generations_from_journal": len(self.served[task])}
+        where = (str(journal.dir) if journal is not None
+                 else "off" if self.folders[task] is None else f"failed: {self.broken}")
+        return {"generation_journal": where, "generations_from_journal": len(self.served[task]),
+                "generations_made": self.made[task]}
 
     def summary(self) -> dict[str, Any]:
         kept = sum(len(self.served[t] | self.written[t]) for t in set(self.served) | set(self.written))
@@ -183,11 +211,16 @@ def task_record(task: str) -> dict[str, Any]:
     return ACTIVE.record(task) if ACTIVE is not None else {}
 
 
+#: the counts of :meth:`Session.record`, summed over data-parallel ranks
+COUNTS = ("generations_from_journal", "generations_made")
+
+
 def merge_records(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Every rank's :func:`task_record` as the run's: rank 0's folder, the ranks' counts summed."""
     merged = dict(parts[0]) if parts else {}
-    if "generations_from_journal" in merged:
-        merged["generations_from_journal"] = sum(int(p.get("generations_from_journal", 0)) for p in parts)
+    for name in COUNTS:
+        if name in merged:
+            merged[name] = sum(int(p.get(name, 0)) for p in parts)
     return merged
 
 
@@ -245,11 +278,12 @@ def _sigterm_unwinds() -> Callable[[], None]:
 
 
 @contextmanager
-def journaled(lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None) -> Iterator[Session]:
+def journaled(lm: Any, model_name: str | None, model_args: Mapping[str, Any] | None,
+              seeds: Mapping[str, Any] | None = None) -> Iterator[Session]:
     """For one evaluation: the journal in front of ``lm.generate_until``, its hook on ``lm``,
-    and SIGTERM unwinding like Ctrl-C; all undone on leaving."""
+    and SIGTERM unwinding like Ctrl-C; all undone on leaving. ``seeds``: :func:`run_seeds`."""
     global ACTIVE
-    session = Session(lm, model_name, model_args)
+    session = Session(lm, model_name, model_args, seeds)
     original = lm.generate_until
     own = "generate_until" in vars(lm)
     previous_hook = getattr(lm, "cache_hook", None)
@@ -293,7 +327,18 @@ def exit_after(exc: BaseException) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-__all__ = ["Session", "Terminated", "interrupted_line", "journaled", "merge_records", "register", "task_record"]
+__all__ = ["Session", "Terminated", "interrupted_line", "journaled", "merge_records", "register", "run_seeds",
+           "task_record"]
+
+
+def _simple_evaluate() -> dict[str, Any] | None:
+    """The locals of lm-eval's ``simple_evaluate`` running this evaluation, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
+            return frame.f_locals
+        frame = frame.f_back
+    return None
 
 
 def model_args(parse: Callable[[str], dict[str, Any]]) -> tuple[str | None, dict[str, Any]] | None:
@@ -304,15 +349,39 @@ def model_args(parse: Callable[[str], dict[str, Any]]) -> tuple[str | None, dict
     the generation journal keys on them; ``simple_evaluate`` holds them in its locals.
     ``parse`` is lm-eval's own ``--model_args`` parser, handed in by the harness adapter.
     """
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "simple_evaluate" and "model_args" in frame.f_locals:
-            args, model = frame.f_locals["model_args"], frame.f_locals.get("model")
-            # parsed as simple_evaluate parses them before merging them into the metadata
-            parsed = parse(args) if isinstance(args, str) else dict(args or {})
-            return (model if isinstance(model, str) else None), parsed
-        frame = frame.f_back
-    return None
+    found = _simple_evaluate()
+    if found is None:
+        return None
+    args, model = found["model_args"], found.get("model")
+    # parsed as simple_evaluate parses them before merging them into the metadata
+    parsed = parse(args) if isinstance(args, str) else dict(args or {})
+    return (model if isinstance(model, str) else None), parsed
+
+
+#: the seeds ``--seed`` sets that a backend's draws can depend on: ``simple_evaluate``'s
+#: argument -> the name the results JSON records it under
+SEEDS = {"random_seed": "random_seed", "numpy_random_seed": "numpy_seed", "torch_random_seed": "torch_seed"}
+
+
+def run_seeds() -> dict[str, int] | None:
+    """The seeds of this run that a sampled generation depends on, or None when a sampled
+    generation cannot be tied to any (one of them unset, or no ``simple_evaluate``).
+
+    Which: lm-eval's ``--seed`` fills four arguments of ``simple_evaluate``, which seeds
+    Python's ``random``, NumPy and torch with them before the model generates and records
+    them in the results (``random_seed``, ``numpy_seed``, ``torch_seed``, ``fewshot_seed``).
+    ``hf`` draws its samples from torch's generator; the other two are kept because a
+    backend may draw from them. The few-shot seed is left out: it only picks
+    demonstrations, which are in the prompt the key holds already. ``vllm`` and the API
+    backends take their sampling seed from ``--model_args seed=...``, which is in the
+    model's identity. They are read from ``simple_evaluate``'s locals, as :func:`model_args`
+    reads the model's arguments, because lm-eval hands ``evaluate`` neither.
+    """
+    found = _simple_evaluate()
+    if found is None:
+        return None
+    seeds = {name: found.get(arg) for arg, name in SEEDS.items()}
+    return seeds if all(isinstance(v, int) for v in seeds.values()) else None
 
 
 def install(evaluator: Any, parse: Callable[[str], dict[str, Any]]) -> None:
@@ -328,7 +397,7 @@ def install(evaluator: Any, parse: Callable[[str], dict[str, Any]]) -> None:
     @functools.wraps(evaluate)
     def run(*args: Any, **kwargs: Any) -> Any:
         lm = kwargs["lm"] if "lm" in kwargs else args[0]
-        with journaled(lm, *(model_args(parse) or (None, None))):
+        with journaled(lm, *(model_args(parse) or (None, None)), run_seeds()):
             return evaluate(*args, **kwargs)
 
     run.suite_journal = True  # type: ignore[attr-defined]

@@ -32,6 +32,10 @@ Writes into ``--out``:
 * ``cross_domain.md``: every matrix and difference matrix, and the notes;
 * ``cross_domain.csv``: one row per existing cell (benchmark, model, metric, source,
   target, their levels, value, the target's in-domain value, difference);
+* ``cross_domain.json``: ``published``, DomainSum Table 6's values of every train -> test
+  pair and metric the matrices hold, beside the user's cell, cited, with ``comparable``,
+  ``differences`` [{field, run, paper}] and the sentence (:func:`published_beside`), also a
+  section of ``cross_domain.md``;
 * ``cross_<benchmark>_<metric>_<model>.md``: one matrix with its difference;
 * ``cross_<benchmark>_<metric>_<model>.png`` (scores, sequential colours, in-domain
   cells outlined) and ``..._diff.png`` (differences, diverging colours centred at 0).
@@ -40,10 +44,12 @@ Writes into ``--out``:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -134,10 +140,11 @@ def load_cross(root: str | Path) -> tuple[pd.DataFrame, list[str]]:
             problems.append(f"{src.name}: not a plain zero-shot suite task, left out: "
                             + ", ".join(skipped))
         f = f[keep].copy()
+        f["results_file"] = f["source"]
         f["source"] = src.name
         frames.append(f)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["source", "model", "task", "benchmark", "level", "domain", "metric", "filter", "value"])
+        columns=["source", "model", "task", "benchmark", "level", "domain", "metric", "filter", "value", "results_file"])
     return frame, problems
 
 
@@ -275,6 +282,72 @@ def tidy_rows(cm: CrossMatrix) -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------ beside the paper
+
+#: the paper's table a cross-domain cell is shown beside
+PUBLISHED_TABLE = ("domainsum", "Table 6")
+#: the paper's settings of a cell's score and of its difference to in-domain fine-tuning
+CELL_SETTING, DIFF_SETTING = "cross-domain fine-tuned", "cross-domain minus in-domain fine-tuned"
+
+
+def published_beside(frame: pd.DataFrame, mats: Sequence[CrossMatrix]) -> list[dict[str, Any]]:
+    """DomainSum Table 6's published values of every train -> test pair and metric a
+    matrix holds (each of the paper's models: BART and Llama3.1-8B), beside the user's cell
+    (the score, and its Δ beside the paper's printed gain over in-domain fine-tuning), each
+    cited and checked against the paper's protocol (:func:`lm_eval_tasks.report.beside.beside`):
+    the model fine-tuned (the paper's row's checkpoint or not), the documents scored (the
+    results file's ``n-samples``) against the paper's 500, the scorers' recorded variants
+    and the generation settings."""
+    from lm_eval_tasks.report import beside, protocol, published
+
+    name, table = PUBLISHED_TABLE
+    paper = published.load(name)
+    out: list[dict[str, Any]] = []
+    cache: dict[tuple[str, str], tuple[protocol.RunFacts, str]] = {}
+    for cm in mats:
+        if paper is None or cm.benchmark != paper.benchmark:
+            continue
+        for metric in protocol.metrics_of(paper, [cm.metric], table):
+            for v in paper.find(table=table, metric=metric):
+                s, t = v.get("training_subset"), v.get("subset")
+                if s not in cm.sources or t not in cm.targets or v["setting"] not in (CELL_SETTING, DIFF_SETTING):
+                    continue
+                i, j = cm.sources.index(s), cm.targets.index(t)
+                if not math.isfinite(cm.matrix[i, j]):
+                    continue
+                mine = cm.matrix[i, j] if v["setting"] == CELL_SETTING else cm.diff[i, j]
+                rows = frame[(frame["benchmark"] == cm.benchmark) & (frame["model"] == cm.model)
+                             & (frame["source"] == s) & (frame["domain"] == t) & (frame["metric"] == cm.metric)]
+                key = (str(rows["results_file"].iloc[0]), str(rows["task"].iloc[0]))
+                if key not in cache:
+                    cache[key] = _cell_facts(Path(key[0]), key[1], f"{cm.model} fine-tuned on {s}", t)
+                facts, model = cache[key]
+                ids = paper.models.get(v["model"], [])
+                extra = [protocol.Field("model", model, f"{v['model']} ({', '.join(ids)})" if ids else v["model"],
+                                        paper.model_of(model) == v["model"])]
+                value = float(mine) / scale(cm.metric) * paper.scale(metric) if math.isfinite(mine) else None
+                label = f"{cm.model}: {s} → {t}, {metric}" + (" Δ to in-domain" if v["setting"] == DIFF_SETTING else "")
+                out.append(beside.beside(paper, v, value, facts, label, extra))
+    return out
+
+
+def _cell_facts(path: Path, task: str, label: str, target: str) -> tuple[Any, str]:
+    """(the :class:`~lm_eval_tasks.report.protocol.RunFacts` of ``task`` in the results file
+    ``path``, the model it was fine-tuned from): its documents, scorers and generation as
+    recorded there."""
+    from lm_eval_tasks.report import protocol
+    from lm_eval_tasks.report.systems import system_of
+    from lm_eval_tasks.results import documents_of
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    meta = ((data.get("configs") or {}).get(task) or {}).get("metadata") or {}
+    system = system_of(data.get("config") or {}, True, results=data, task=task, results_file=path)
+    model = system.started_from or system.base
+    return protocol.RunFacts(label=label, setting=CELL_SETTING, model=model, subset=target,
+                             documents=documents_of(data, task), scoring=protocol.scoring_of(meta),
+                             generation=protocol.generation_of(meta, dict(system.settings))), model
+
+
 def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: str = "level",
                        subsets: Sequence[str] | None = None, mask_diagonal: bool = False,
                        plots: bool = True) -> tuple[str, list[Path]]:
@@ -290,10 +363,12 @@ def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: 
           "fine-tuned on the target itself).", ""]
     written: list[Path] = []
     tidy: list[dict] = []
+    every: list[CrossMatrix] = []
     for metric in metrics:
         label = METRICS.get(metric, metric)
         unit = f"{label} (x100)" if scale(metric) != 1 else label
         mats = matrices(frame, metric, group_by, subsets)
+        every += mats
         if not mats:
             problems.append(f"no '{metric}' values found")
         for cm in mats:
@@ -332,6 +407,15 @@ def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: 
                                           "target_level", "value", "in_domain", "diff"]),
               out / "cross_domain.csv", index=False)
     written.append(out / "cross_domain.csv")
+    beside_paper = published_beside(frame, every)
+    if beside_paper:
+        from lm_eval_tasks.report.beside import beside_markdown
+
+        md += ["Beside the paper's published values (DomainSum Table 6, x100; Δ beside the paper's printed "
+               "difference to in-domain fine-tuning):", "", beside_markdown(beside_paper)]
+    (out / "cross_domain.json").write_text(json.dumps({"published": beside_paper}, indent=2, ensure_ascii=False)
+                                           + "\n", encoding="utf-8")
+    written.append(out / "cross_domain.json")
     if problems:
         md += ["Notes:", *(f"- {p}" for p in problems), ""]
     text = "\n".join(md)
@@ -340,5 +424,5 @@ def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: 
     return text, written
 
 
-__all__ = ["BASE_SOURCES", "GROUP_BY", "METRICS", "CrossMatrix", "axes", "cross_matrix", "domain_order", "group_of",
-           "load_cross", "matrices", "source_order", "write_cross_domain"]
+__all__ = ["BASE_SOURCES", "CELL_SETTING", "DIFF_SETTING", "GROUP_BY", "METRICS", "PUBLISHED_TABLE", "CrossMatrix", "axes", "cross_matrix", "domain_order", "group_of",
+           "load_cross", "matrices", "published_beside", "source_order", "write_cross_domain"]

@@ -31,7 +31,7 @@ import pandas as pd
 
 from custom_metrics.analysis.errors import AnalysisError
 from custom_metrics.analysis.stats.correlation import correlation_test
-from custom_metrics.cells import frame_csv
+from custom_metrics.cells import frame_csv, md_text
 from lm_eval_tasks import catalog
 from lm_eval_tasks.report.formats import fmt, markdown_table
 from lm_eval_tasks.results import load_results
@@ -126,7 +126,7 @@ def to_markdown(avg: pd.DataFrame, metric: str) -> str:
                 row.append(f"{fmt(r['pearson_r'], 3)}{mark(r['pearson_p'])} "
                            f"({fmt(r['spearman_rho'], 3)})")
             rows.append(row)
-        parts += [f"**{level}**", "", markdown_table(["Measure", *models], rows)]
+        parts += [f"**{md_text(level)}**", "", markdown_table(["Measure", *models], rows)]
     return "\n".join(parts)
 
 

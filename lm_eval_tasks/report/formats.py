@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from custom_metrics.cells import markdown_table, md_escape, write_csv
+from custom_metrics.cells import markdown_table, md_escape, md_text, write_csv
 from custom_metrics.outputs import write_atomically
 
 
@@ -34,7 +34,7 @@ def counted(n: int, noun: str, plural: str = "") -> str:
 
 _TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "Δ": r"$\Delta$", "\n": " "}
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "✓": r"$\surd$", "✗": r"$\times$", "\n": " "}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_SPECIALS))
 
 
@@ -60,7 +60,7 @@ def write_table(out: Path, stem: str, header: Sequence[str], rows: Sequence[Sequ
                 caption: str = "") -> tuple[Path, Path, Path, str]:
     """Writes ``stem.csv``, ``stem.md`` and ``stem.tex``; returns them and the Markdown."""
     write_csv(out / f"{stem}.csv", header, rows)
-    md = (f"{caption}\n\n" if caption else "") + markdown_table(header, rows)
+    md = (f"{md_text(caption)}\n\n" if caption else "") + markdown_table(header, rows)
     write_atomically(out / f"{stem}.md", md)
     write_atomically(out / f"{stem}.tex", latex_table(header, rows, caption))
     return out / f"{stem}.csv", out / f"{stem}.md", out / f"{stem}.tex", md

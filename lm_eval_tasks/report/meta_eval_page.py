@@ -5,7 +5,10 @@ It reads only the plain data of :mod:`custom_metrics.analysis.meta_eval.page_dat
 table per level (coefficient, 95% CI, n, naming the level and the coefficient), the
 metric-vs-metric significance matrix, agreement tables, the heat map labelled with its
 coefficient and level, and a metric-vs-human scatter per level. Every figure has alt
-text saying what it plots.
+text saying what it plots. Where the paper's published correlations of the same metric,
+aspect and annotator exist (medqsum Tables 3 and 5), a table puts them beside the run's,
+marked (published), cited and with the protocol check in words
+(:mod:`lm_eval_tasks.report.meta_eval_beside`).
 """
 
 from __future__ import annotations
@@ -105,10 +108,28 @@ def draw_figures(data: dict[str, Any], folder: Path) -> Figures:
     return figs
 
 
+def published_table(records: list[dict[str, Any]], said: list[str]) -> Table | None:
+    """The run's correlations beside the published ones (x100), each cited and checked."""
+    from lm_eval_tasks.report.beside import BESIDE_HEADER
+    from lm_eval_tasks.report.meta_eval_beside import COEFFICIENT, LEVEL
+    from lm_eval_tasks.report.protocol import DIFFERENT, SAME
+
+    if not records and not said:
+        return None
+    rows = [[r["label"], _f(r["run_value"], 2), f"{_f(r['published'], 2)} (published)", r["cite"],
+             f"{SAME if r['comparable'] else DIFFERENT} {r['sentence']}"] for r in records]
+    return Table("published", "Beside the published correlations", list(BESIDE_HEADER), rows,
+                 caption=f"This run's {coefficient_name(COEFFICIENT)} at the {LEVEL} level, x100, beside the "
+                         "paper's value of the same metric, aspect and annotator ('published' in summary.json).",
+                 notes=list(said))
+
+
 def render(data: dict[str, Any], figs: Figures) -> str:
     tables = level_tables(data)
     sig = significance_table(data)
     agreement = agreement_tables(data)
+    beside = published_table(data.get("published") or [], data.get("published_notes") or [])
+    tables += [beside] if beside else []
     toc = [(t.name, t.title) for t in tables]
     toc += [("significance", "Metric vs metric")] + [(t.name, t.title) for t in agreement] + [("figures", "Figures")]
     facts = "".join(f"<li>{html.escape(f)}</li>" for f in data["facts"])
@@ -129,14 +150,21 @@ def render(data: dict[str, Any], figs: Figures) -> str:
 {'<h2>Notes</h2><ul class="notes">' + notes + "</ul>" if notes else ""}""")
 
 
-def write_page(out: str | Path, summary: dict[str, Any]) -> Path:
-    """``meta_eval.html`` (and its PNGs under ``figures/``) in ``out`` from ``run``'s summary."""
+def write_page(out: str | Path, summary: dict[str, Any], benchmark: str | None = None) -> Path:
+    """``meta_eval.html`` (and its PNGs under ``figures/``) in ``out`` from ``run``'s summary,
+    after adding the published correlations beside the run's to the folder
+    (:func:`~lm_eval_tasks.report.meta_eval_beside.add_published`; ``benchmark``: the
+    command's ``--benchmark``)."""
+    from lm_eval_tasks.report.meta_eval_beside import add_published
+
     out = Path(out)
-    data = page_data(summary)
+    add_published(out, summary, benchmark)
+    data = {**page_data(summary), "published": summary["published"], "published_notes": summary["published_notes"]}
     figs = draw_figures(data, out / "figures")
     path = out / "meta_eval.html"
     path.write_text(render(data, figs), encoding="utf-8")
     return path
 
 
-__all__ = ["agreement_tables", "draw_figures", "level_tables", "render", "significance_table", "write_page"]
+__all__ = ["agreement_tables", "draw_figures", "level_tables", "published_table", "render", "significance_table",
+           "write_page"]

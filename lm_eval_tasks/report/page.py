@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from custom_metrics.cells import write_csv
+from custom_metrics.cells import md_text, write_csv
 from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
-from lm_eval_tasks.report.verdicts import RULE, Verdict
+from lm_eval_tasks.report.verdicts import NOT_COMPUTED, RULE, Verdict, p_text
 
 STYLE = """
 *,*::before,*::after{box-sizing:border-box}
@@ -39,10 +39,15 @@ radial-gradient(farthest-side at 100% 50%,#0003,#0000) right/.9rem 100% no-repea
 table{border-collapse:collapse;font-size:.86rem;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 th,td{border:1px solid #d0d7de;padding:.28rem .55rem;text-align:right;white-space:nowrap}
 th{background:#f6f8fa;position:sticky;top:0;z-index:1;white-space:normal;min-width:3.5em;vertical-align:bottom}
-td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wrap:break-word}
+td{vertical-align:top}td.w{white-space:normal}
+td.t{text-align:left;white-space:normal;min-width:9em;max-width:20em;overflow-wrap:anywhere}td.l{min-width:13em}
 td:first-child,th:first-child{text-align:left}
 tr:first-child th{border-top:0}tr>:first-child{border-left:0}tr>:last-child{border-right:0}
 tr:last-child td{border-bottom:0}
+table.verdicts th{text-align:left}table.verdicts td.v{text-align:left;white-space:normal;min-width:8em}
+ul.questions{font-size:.92rem;max-width:70rem;padding-left:1.2rem}ul.questions li{margin:.3rem 0}
+p.panel{font-weight:600;font-size:.9rem;margin:.9rem 0 0}
+details.said{font-size:.9rem;max-width:70rem;margin:.3rem 0}details.said summary{cursor:pointer;color:#57606a}
 ol.verdicts{font-size:.9rem;max-width:70rem;padding-left:1.6rem}ol.verdicts li{margin:.15rem 0}
 dl.defs{font-size:.9rem;max-width:70rem}dl.defs dt{font-weight:600;margin-top:.4rem}dl.defs dd{margin:0 0 0 1.2rem}
 .caption{color:#57606a;font-size:.85rem;max-width:70rem}
@@ -61,6 +66,12 @@ nav li a{min-width:0}
 _WORDS = re.compile(r"[^\W\d_]{2,}")
 #: cells of words longer than this may wrap (shorter ones keep their column narrow)
 WRAP_CHARS = 20
+#: cells of words longer than this (a sentence: how a row's protocol differs from a paper's)
+#: get a wider column, so that their rows stay a few lines high
+LONG_CHARS = 80
+#: where a cell of numbers may wrap: before its interval or its parenthesis and after a
+#: semicolon ("10.69 [6.40, 14.79]", "28.53 (+4.70; p 0.109)"), never inside a number or an interval
+_NUMBER_BREAK = re.compile(r" (?=[\[(])|(?<=;) ")
 
 
 def write_tables(out: Path, tables: Sequence[Table]) -> list[Path]:
@@ -95,53 +106,197 @@ Numbered = dict[str, list[tuple[int, Verdict]]]
 
 def markdown(tables: Sequence[Table], figs: Figures, notes: Sequence[str], verdicts: Numbered | None = None,
              definitions: Sequence[tuple[str, str]] = ()) -> str:
+    """``report.md``: the verdicts first (one sentence per question, one row per comparison),
+    then the tables, figures, notes and definitions; every line of prose through
+    :func:`~custom_metrics.cells.md_text` (names of models, systems and tasks are the user's),
+    every table through ``markdown_table``."""
     parts = ["# Evaluation report\n"]
-    if definitions:
-        parts += ["## Definitions\n", *(f"- **{term}**: {text}" for term, text in definitions), ""]
+    if any((verdicts or {}).values()):
+        header, rows = verdict_table(tables, verdicts or {})
+        parts += ["## Verdicts\n", VERDICTS_CAPTION + "\n",
+                  *(f"- {md_text(t.title + rest)}" for t, rest in questions(tables, verdicts or {})), "",
+                  markdown_table(header, rows)]
     for t in tables:
-        parts.append(f"## {t.title}\n")
+        parts.append(f"## {md_text(t.title)}\n")
         if t.caption:
-            parts.append(t.caption + "\n")
+            parts.append(md_text(t.caption) + "\n")
         parts.append(markdown_table(t.header, t.rows))
-        parts += [f"- {n}" for n in t.notes]
+        parts += [f"- {md_text(n)}" for n in t.notes]
         if t.citation:
-            parts += ["", f"Citation: {t.citation}"]
+            parts += ["", f"Citation: {md_text(t.citation)}"]
         found = (verdicts or {}).get(t.name, [])
         if found:
-            parts += ["", "Verdicts:", ""] + [f"{i}. {v.sentence()}" for i, v in found]
+            parts += ["", "Verdicts:", ""] + [f"{i}. {md_text(v.sentence())}" for i, v in found]
         parts.append("")
     if figs.drawn:
         parts.append("## Figures\n")
-        parts += [f"- [{f.title}](figures/{f.path.name})" for f in figs.drawn]
+        parts += [f"- [{md_text(f.title)}](figures/{f.path.name})" for f in figs.drawn]
         parts.append("")
     if notes or figs.skipped:
         parts.append("## Notes\n")
-        parts += [f"- {n}" for n in [*notes, *figs.skipped]]
-    return "\n".join(parts) + "\n"
+        parts += [f"- {md_text(n)}" for n in [*notes, *figs.skipped]]
+        parts.append("")
+    if definitions:
+        parts += ["## Definitions\n", *(f"- **{md_text(term)}**: {md_text(text)}" for term, text in definitions)]
+    return "\n".join(parts).rstrip("\n") + "\n"
+
+
+#: what the verdict table is, above it on the page and in report.md
+VERDICTS_CAPTION = ("One sentence per question (a metric in a table), then one row per comparison (#: its index in "
+                    "comparisons.json). Δ is in the direction the Compared column states, with its simultaneous "
+                    "interval (° extended to 0); p is Holm-corrected within the question. The rule is under "
+                    "Definitions (Verdict); each comparison is said in full under its table.")
+
+
+def _sides(v: Verdict) -> tuple[str, str, str]:
+    """``(system, first, second)`` of a comparison, Δ = first − second: one system's two
+    settings as ``(label, "2-shot", "0-shot")``, two systems as ``("", A, B)``."""
+    first, second = (v.b, v.a) if v.direction == "b-a" else (v.a, v.b)
+    later, _, earlier = v.delta_of.partition(" − ")
+    if (v.delta_of != f"{first} − {second}" and first.endswith(f" ({later})") and second.endswith(f" ({earlier})")
+            and first[:-len(later) - 3] == second[:-len(earlier) - 3]):
+        return first[:-len(later) - 3], later, earlier
+    return "", first, second
+
+
+def _ranked(v: Verdict) -> tuple[str, str, str]:
+    """``(system, better, worse)`` of a comparison whose verdict names a side (:func:`_sides`'s names)."""
+    system, first, second = _sides(v)
+    return (system, first, second) if (v.verdict == "a better") == (v.direction == "a-b") else (system, second, first)
+
+
+def _outcome(v: Verdict) -> str:
+    """The verdict in a few words: the better side, no difference (and whether the documents
+    were too few for any), or not computed with the reason."""
+    if v.verdict == NOT_COMPUTED:
+        return f"not computed: {v.reason}"
+    if v.verdict not in ("a better", "b better"):
+        return "no difference detected" + (" (too few documents)" if v.too_few() else "")
+    return f"{_ranked(v)[1]} better"
+
+
+def _families(tables: Sequence[Table], verdicts: Numbered) -> list[tuple[Table, list[tuple[int, Verdict]]]]:
+    """Each question, a metric in a table (the family the Holm correction runs over), with its
+    comparisons: in the tables' order, then the order its metrics first appear."""
+    out = []
+    for t in tables:
+        by_metric: dict[str, list[tuple[int, Verdict]]] = {}
+        for i, v in verdicts.get(t.name, []):
+            by_metric.setdefault(v.metric, []).append((i, v))
+        out += [(t, family) for family in by_metric.values()]
+    return out
+
+
+def verdict_table(tables: Sequence[Table], verdicts: Numbered) -> tuple[list[str], list[list[str]]]:
+    """The compact verdict table: one row per comparison, by question (:func:`questions`'
+    order), each question's in ``comparisons.json``'s order."""
+    header = ["#", "Table", "Metric", "Subset", "Compared (Δ = first − second)", "Δ [interval]", "p (Holm)", "n",
+              "Verdict"]
+    rows = []
+    for t, family in _families(tables, verdicts):
+        for i, v in family:
+            system, first, second = _sides(v)
+            what = v.metric_name + ("" if v.higher_is_better else " (lower is better)")
+            delta = ("n/a" if v.verdict == NOT_COMPUTED else
+                     f"{v.num(v.delta, '+.2f')} [{v.num(v.ci_low)}, {v.num(v.ci_high)}]{'°' if v.ci_extended else ''}")
+            rows.append([str(i), t.title, what, v.subset, f"{system + ': ' if system else ''}{first} − {second}",
+                         delta, p_text(v.p_corrected), str(v.n), _outcome(v)])
+    return header, rows
+
+
+def questions(tables: Sequence[Table], verdicts: Numbered) -> list[tuple[Table, str]]:
+    """``(table, rest)``: one sentence per question, a metric in a table (the family the Holm
+    correction runs over), as the table's title then ``rest``: how many comparisons, which
+    found a better side, how many found none and whether their documents were too few to find
+    any, how many were not computed."""
+    out = []
+    for t, family in _families(tables, verdicts):
+        group = [v for _, v in family]
+        what = group[0].metric_name + ("" if group[0].higher_is_better else " (lower is better)")
+        said = [f"{system + ': ' if system else ''}{better} better than {worse} on {v.subset}"
+                for v in group if v.verdict in ("a better", "b better") for system, better, worse in [_ranked(v)]]
+        none = [v for v in group if v.verdict == "no difference detected"]
+        lost = len(group) - len(said) - len(none)
+        def how_many(k: int) -> str:
+            return {1: "it", 2: "both"}.get(k, f"all {k}") if k == len(group) else str(k)
+
+        if none:
+            few = sum(v.too_few() for v in none)
+            said.append(f"no difference detected in {how_many(len(none))}"
+                        + ("" if not few else " (too few documents to detect any difference)" if few == len(none)
+                           else f" ({few} of them with too few documents to detect any difference)"))
+        if lost:
+            said.append(f"not computed in {how_many(lost)}")
+        out.append((t, f", {what}, {counted(len(group), 'comparison')}: {'; '.join(said)}."))
+    return out
+
+
+def verdicts_html(tables: Sequence[Table], verdicts: Numbered) -> str:
+    """The verdicts at the top of the page: one sentence per question (linked to its table),
+    then the verdict table (``data-comparison``: the row's index in ``comparisons.json``);
+    each table's and metric's cells span the rows of their question."""
+    header, rows = verdict_table(tables, verdicts)
+    said = "".join(f'<li><a href="#{html.escape(t.name)}">{html.escape(t.title)}</a>{html.escape(rest)}</li>'
+                   for t, rest in questions(tables, verdicts))
+    body = []
+    for k, row in enumerate(rows):
+        cells = [_td(row[0])]
+        for col in (1, 2):  # the table and the metric: one cell over the rows they share
+            if k and rows[k - 1][1:col + 1] == row[1:col + 1]:
+                continue
+            span = 1
+            while k + span < len(rows) and rows[k + span][1:col + 1] == row[1:col + 1]:
+                span += 1
+            cells.append(f'<td class="t"{f" rowspan={span}" if span > 1 else ""}>{html.escape(row[col])}</td>')
+        cells += [_td(c) for c in row[3:-1]] + [f'<td class="v">{html.escape(row[-1])}</td>']
+        body.append(f'<tr data-comparison="{row[0]}">{"".join(cells)}</tr>')
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    return (f'<h3 id="verdicts">Verdicts</h3><p class="caption">{html.escape(VERDICTS_CAPTION)}</p>'
+            f'<ul class="questions">{said}</ul>'
+            f'<div class="scroll"><table class="verdicts"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
 def _td(text: object) -> str:
-    """One cell: long words (a system's name) may wrap, numbers may not."""
+    """One cell: long words (a system's name) may wrap anywhere, a cell of numbers only
+    before its interval or parenthesis (a narrower column, never a split number)."""
     c = str(text)
-    cls = ' class="t"' if len(c) > WRAP_CHARS and _WORDS.search(c) else ""
-    return f"<td{cls}>{html.escape(c)}</td>"
+    if len(c) > WRAP_CHARS and _WORDS.search(c):
+        return f'<td class="t{" l" if len(c) > LONG_CHARS else ""}">{html.escape(c)}</td>'
+    parts = _NUMBER_BREAK.split(c)
+    if len(parts) == 1 or _WORDS.search(c):
+        return f"<td>{html.escape(c)}</td>"
+    return '<td class="w">' + " ".join(html.escape(p).replace(" ", "\u00a0") for p in parts) + "</td>"
 
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[object]], name: str) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in rows)
+    return (f'<div class="scroll"><table data-table="{html.escape(name)}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def table_html(t: Table, verdicts: Sequence[tuple[int, Verdict]] = ()) -> str:
     """One table as HTML: a titled, anchored heading, caption, the table in a horizontal
-    scroller (wide tables never hide columns), its notes, and one sentence per comparison
-    it shows (``data-comparison``: the comparison's index in ``comparisons.json``)."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-    body = ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows]
+    scroller (a phone scrolls it; a laptop shows it whole), or, for a table with panels, one
+    table per panel (:attr:`Table.panels`), its notes, and each comparison it shows in a
+    sentence, folded (``data-comparison``: the comparison's index in ``comparisons.json``;
+    the verdict table at the top says each in a row)."""
+    if t.panels:
+        grids = "".join(f'<p class="panel">{html.escape(title)}</p>'
+                        + _grid([t.header[i] for i in cols], [[row[i] for i in cols] for row in t.rows], t.name)
+                        for title, cols in t.panels)
+    else:
+        grids = _grid(t.header, t.rows, t.name)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in t.notes)
     said = "".join(f'<li data-comparison="{i}">{html.escape(v.sentence())}</li>' for i, v in verdicts)
     return (f'<h3 id="{html.escape(t.name)}">{html.escape(t.title)}</h3>'
             + (f'<p class="caption">{html.escape(t.caption)}</p>' if t.caption else "")
-            + f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+            + grids
             + (f'<ul class="notes">{notes}</ul>' if notes else "")
             + (f'<p class="caption cite">Citation: {html.escape(t.citation)}</p>' if t.citation else "")
-            + (f'<p class="caption">Verdicts:</p><ol class="verdicts">{said}</ol>' if said else ""))
+            + (f'<details class="said"><summary>Verdicts: each of the {counted(len(verdicts), "comparison")} '
+               f'in words</summary><ol class="verdicts">{said}</ol></details>' if said else ""))
 
 
 def definitions(keys: Sequence[str], shown: bool) -> list[tuple[str, str]]:
@@ -235,8 +390,10 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
     """The self-contained HTML report."""
     when = written_at()
     systems = sorted({r.system.label for r in runs.runs})
-    toc = toc_html(([("definitions", "Definitions")] if terms else []) + [(t.name, t.title) for t in tables]
-                   + [("figures", "Figures"), ("runs", "Runs")])
+    shown = any((verdicts or {}).values())
+    toc = toc_html([("results", "Results")] + ([("verdicts", "Verdicts")] if shown else [])
+                   + [(t.name, t.title) for t in tables] + [("figures", "Figures"), ("runs", "Runs")]
+                   + ([("definitions", "Definitions")] if terms else []))
     defs = "".join(f"<dt>{html.escape(term)}</dt><dd>{html.escape(text)}</dd>" for term, text in terms)
     run_rows = "".join(
         "<tr>" + "".join(_td(c) for c in (
@@ -250,8 +407,8 @@ def page(runs: Runs, tables: Sequence[Table], figs: Figures, notes: Sequence[str
 ({html.escape(", ".join(systems))}) from
 {html.escape(", ".join(sources))}; written {when} by <code>domsum report</code>.</p>
 {toc}
-{f'<h2 id="definitions">Definitions</h2><dl class="defs">{defs}</dl>' if terms else ""}
-<h2>Tables</h2>
+<h2 id="results">Results</h2>
+{verdicts_html(tables, verdicts or {}) if shown else ""}
 {"".join(table_html(t, (verdicts or {}).get(t.name, [])) for t in tables)
  or "<p>No suite task found in the given folders.</p>"}
 <h2 id="figures">Figures</h2>
@@ -264,8 +421,10 @@ defaults.</p>
 <th>Documents</th><th>--limit</th><th>Document set</th><th>Demonstration pool</th><th>Empty generations</th>
 <th>Results file</th></tr></thead><tbody>{run_rows}</tbody></table></div>
 {('<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in all_notes) + "</ul>")
- if all_notes else ""}""")
+ if all_notes else ""}
+{f'<h2 id="definitions">Definitions</h2><dl class="defs">{defs}</dl>' if terms else ""}""")
 
 
-__all__ = ["Numbered", "STYLE", "definitions", "document", "figure_html", "markdown", "page", "table_html", "toc_html", "write_scores_csv",
-           "write_tables", "written_at"]
+__all__ = ["Numbered", "STYLE", "VERDICTS_CAPTION", "definitions", "document", "figure_html", "markdown", "page",
+           "questions", "table_html", "toc_html", "verdict_table", "verdicts_html", "write_scores_csv", "write_tables",
+           "written_at"]

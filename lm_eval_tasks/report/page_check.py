@@ -6,8 +6,11 @@ browser computes. At each window width (1,280 px, a laptop; 390 px, a phone) the
 must hold:
 
 * nothing is wider than the page, and no element's content spills out of its box
-  (``scrollWidth`` > ``clientWidth``), except the table boxes (``div.scroll``) that are
-  made to scroll sideways; scrolled to its end, each of those shows its last column;
+  (``scrollWidth`` > ``clientWidth``), except the table boxes (``div.scroll``), which a
+  phone scrolls sideways; scrolled to its end, each of those shows its last column;
+* from a laptop's width (:data:`FIT_FROM`) up, no table box scrolls sideways either: every
+  table fits the page whole (a table that scrolls there hides its last columns, the
+  metrics and domains a reader came for);
 * the entries of the table of contents do not overlap one another or leave the list,
   and each links to an element id on the page (ids unique);
 * every image has alt text and decodes, every figure has an image and a caption.
@@ -38,6 +41,8 @@ from lm_eval_tasks.report.formats import counted
 WIDTHS = (1280, 390)
 #: the boxes the page makes to scroll sideways (wide tables)
 SCROLL_BOXES = "div.scroll"
+#: from this window width up (CSS pixels) every table fits its box: none scrolls sideways
+FIT_FROM = 1280
 #: names Chromium's executable goes by on Linux distributions and macOS installs
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 #: headless, offline, nothing kept between runs
@@ -77,7 +82,7 @@ def browser() -> Iterator[Any]:
 
 
 #: measures the laid-out page; returns problems as text (the browser knows the element best)
-_MEASURE = """scrollBoxes => {
+_MEASURE = """([scrollBoxes, fit]) => {
   const problems = [];
   const name = el => {
     const where = el.closest('[id]');
@@ -98,6 +103,9 @@ _MEASURE = """scrollBoxes => {
     const style = getComputedStyle(box).overflowX;
     if (style !== 'auto' && style !== 'scroll')
       problems.push(`${name(box)} does not scroll sideways (overflow-x: ${style})`);
+    if (fit && box.scrollWidth > box.clientWidth + 1)
+      problems.push(`${name(box.querySelector('table') || box)} does not fit the page: ${box.scrollWidth} px `
+                    + `wide in a ${box.clientWidth} px box, so its last columns are hidden`);
     box.scrollLeft = box.scrollWidth;
     const edge = box.getBoundingClientRect().right - box.clientLeft;
     for (const cell of box.querySelectorAll('tr > :last-child')) {
@@ -176,7 +184,7 @@ def check_page(path: str | Path, widths: Sequence[int] = WIDTHS, *, context: Any
         try:
             page.set_viewport_size({"width": int(width), "height": 900})
             page.goto(url, wait_until="load")
-            problems += [f"{width} px: {p}" for p in page.evaluate(_MEASURE, SCROLL_BOXES)]
+            problems += [f"{width} px: {p}" for p in page.evaluate(_MEASURE, [SCROLL_BOXES, width >= FIT_FROM])]
             if screenshots is not None:
                 screenshots.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(screenshots / f"page_{width}.png"), full_page=True)
@@ -188,7 +196,7 @@ def check_page(path: str | Path, widths: Sequence[int] = WIDTHS, *, context: Any
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lm_eval_tasks.report.page_check",
                                      description="Check a report.html in headless Chromium at laptop and "
-                                                 "phone widths: overflow, contents, alt text.")
+                                                 "phone widths: overflow, tables that fit, contents, alt text.")
     parser.add_argument("page", type=Path, help="the report.html that domsum report wrote")
     parser.add_argument("--width", type=int, action="append", help=f"window width in px (default: {WIDTHS})")
     parser.add_argument("--screenshots", type=Path, help="folder for a full-page screenshot per width")
@@ -209,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if problems else 0
 
 
-__all__ = ["CHROMIUM_ARGS", "PageCheckError", "WIDTHS", "browser", "check_page", "find_chromium", "main"]
+__all__ = ["CHROMIUM_ARGS", "FIT_FROM", "PageCheckError", "WIDTHS", "browser", "check_page", "find_chromium", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

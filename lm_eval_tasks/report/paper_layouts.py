@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from lm_eval_tasks.report import published
-from lm_eval_tasks.report.runs import Run
+from lm_eval_tasks.report.protocol import COLUMN, PUBLISHED_CELL, check_runs, row_record, setting_of
 from lm_eval_tasks.report.tables import Builder, Table
 
 
@@ -83,12 +83,6 @@ LAYOUTS = (
 )
 
 
-def setting_of(run: Run) -> str:
-    """How a row names a run's setting: ``0-shot``, ``3-shot``, ``fine-tuned``, ``0-shot, hard prompt``."""
-    text = "fine-tuned" if run.system.fine_tuned else f"{run.shots}-shot"
-    return text + (", hard prompt" if run.spec and run.spec.variant == "hard" else "")
-
-
 def published_source(paper: published.Published, value: dict) -> str:
     """Where a published row is printed: ``AdaptEval Table 3, Two-shot Setting, row Llama2 7b``."""
     block = f", {value['block']}" if value.get("block") else ""
@@ -100,6 +94,16 @@ def published_caption(paper: published.Published, table: str) -> str:
     return (f" Rows marked (published): {paper.paper}'s {table} as printed ({paper.citation}; data file "
             f"lm_eval_tasks/report/published/{paper.path.name}), not recomputed and never pooled with this "
             "run's systems.")
+
+
+def protocol_caption(paper: published.Published, table: str | None = None) -> str:
+    """The caption sentence that says what the protocol column compares, and where from
+    (``table``: the one table of the layout; else each row's cited table)."""
+    which = f"{paper.paper} {table}'s protocol" if table else "the protocol of the paper's table the row cites"
+    return (f" {COLUMN}: each of this run's rows checked against {which} (the "
+            "setting, the number of test documents, the shown metrics' variants, the generation budget and "
+            f"decoding, as the data file's \"protocols\" state them): ✓ same protocol, or ✗ and every field "
+            "that differs or that one side does not state (also in paper_rows.json).")
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -119,32 +123,41 @@ def _published_rows(paper: published.Published, layout: Layout) -> list[list[str
         if not any(cells):
             continue
         rows.append([f"{v['row']} (published)", published_source(paper, v), v["setting"]]
-                    + [_number(c["value"] if c else None, col.digits) for c, col in zip(cells, layout.columns)])
+                    + [_number(c["value"] if c else None, col.digits) for c, col in zip(cells, layout.columns)]
+                    + [PUBLISHED_CELL])
     return rows
 
 
-def _scale(paper: published.Published, layout: Layout, column: Column) -> float:
-    """The paper's unit of a column (its metric's ``scale`` in the data file)."""
+def _metric(paper: published.Published, layout: Layout, column: Column) -> str | None:
+    """The paper's metric name of a column (its values' ``metric`` in the data file)."""
     found = paper.find(table=layout.table, column=column.header)
-    return paper.scale(found[0]["metric"]) if found else 1.0
+    return found[0]["metric"] if found else None
 
 
-def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> list[list[str]]:
-    """One row per system, setting and kind of row that has at least one cell."""
+def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> tuple[list[list[str]], list[dict]]:
+    """One row per system, setting and kind of row that has at least one cell, each ending
+    in its check against the paper's protocol; and the rows' ``paper_rows.json`` objects."""
     runs = [r for r in builder.runs.of(layout.benchmark) if r.spec.variant in layout.variants]
     settings = sorted({(r.system.label, r.shots, r.spec.variant): r for r in runs}.items())
-    scales = [_scale(paper, layout, c) for c in layout.columns]
-    rows = []
+    metrics = [_metric(paper, layout, c) for c in layout.columns]
+    scales = [paper.scale(m) if m else 1.0 for m in metrics]
+    rows, records = [], []
     for (label, shots, variant), first in settings:
         for kind, subset in layout.kinds:
-            cells = []
-            for column, unit in zip(layout.columns, scales):
+            cells, shown = [], {}
+            for column, unit, metric in zip(layout.columns, scales, metrics):
                 run = builder.runs.find(first.system, layout.benchmark, subset or column.subset, shots, variant)
                 value = builder.est(run, column.key).value * unit if run and column.key in run.values else None
                 cells.append(_number(value, column.digits))
+                if value is not None:  # the run and the paper's metrics of the cells it fills
+                    found = shown.setdefault(id(run), (run, []))[1]
+                    found += [metric] if metric and metric not in found else []
             if any(c != "n/a" for c in cells):
-                rows.append([label + (f" ({kind})" if kind else ""), "this run", setting_of(first)] + cells)
-    return rows
+                name = label + (f" ({kind})" if kind else "")
+                facts, check = check_runs(paper, layout.table, list(shown.values()))
+                rows.append([name, "this run", setting_of(first)] + cells + [check.cell()])
+                records.append(row_record(layout.name, paper, layout.table, name, facts, check))
+    return rows, records
 
 
 def paper_layout(builder: Builder, layout: Layout) -> Table | None:
@@ -152,7 +165,7 @@ def paper_layout(builder: Builder, layout: Layout) -> Table | None:
     paper = published.load(layout.benchmark)
     if paper is None:
         return None
-    mine = _own_rows(builder, paper, layout)
+    mine, records = _own_rows(builder, paper, layout)
     if not mine:
         return None
     keys = ", ".join(f"{c.header} = {c.key}" + (f" ({c.subset})" if layout.kinds == (("", None),) else "")
@@ -160,12 +173,14 @@ def paper_layout(builder: Builder, layout: Layout) -> Table | None:
     kinds = (" Rows per system: " + "; ".join(f"{k or 'the row'} reads "
                                                + (s if s else "each column's own task") for k, s in layout.kinds)
              + "." if len(layout.kinds) > 1 else "")
-    return Table(layout.name, layout.title, ["System", "Source", "Setting", *(c.header for c in layout.columns)],
+    return Table(layout.name, layout.title,
+                 ["System", "Source", "Setting", *(c.header for c in layout.columns), COLUMN],
                  mine + _published_rows(paper, layout),
                  caption=(f"{paper.paper} {layout.table}: {paper.tables[layout.table]} In the paper's units and "
                           f"decimals; this run's cells are its reported values (intervals and tests in the "
                           f"long tables). Columns (suite key, task): {keys}.{kinds}"
-                          + published_caption(paper, layout.table)))
+                          + published_caption(paper, layout.table) + protocol_caption(paper, layout.table)),
+                 paper_rows=records)
 
 
 def paper_layouts(builder: Builder, benchmark: str) -> list[Table]:
@@ -173,5 +188,5 @@ def paper_layouts(builder: Builder, benchmark: str) -> list[Table]:
     return [t for t in (paper_layout(builder, lay) for lay in LAYOUTS if lay.benchmark == benchmark) if t]
 
 
-__all__ = ["Column", "LAYOUTS", "Layout", "paper_layout", "paper_layouts", "published_caption", "published_source",
-           "setting_of"]
+__all__ = ["Column", "LAYOUTS", "Layout", "paper_layout", "paper_layouts", "protocol_caption", "published_caption",
+           "published_source"]

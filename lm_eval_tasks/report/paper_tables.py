@@ -33,10 +33,14 @@ from collections.abc import Sequence
 
 from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
+from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
 from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
 from lm_eval_tasks.report import published
 from lm_eval_tasks.report.formats import counted
-from lm_eval_tasks.report.paper_layouts import LAYOUTS, paper_layouts, published_caption, published_source
+from lm_eval_tasks.report.paper_layouts import (LAYOUTS, paper_layouts, protocol_caption, published_caption,
+                                                published_source)
+from lm_eval_tasks.report.protocol import (COLUMN, PUBLISHED_CELL, check_runs, check_table, metrics_of, row_record,
+                                           run_facts)
 from lm_eval_tasks.report.runs import Run
 from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
 from lm_eval_tasks.report.verdicts import p_text
@@ -99,15 +103,24 @@ def domainsum_table2(builder: Builder) -> list[Table]:
         systems = sorted({r.system.identity: r.system for r in runs if r.subset in here}.values(),
                          key=lambda s: s.label)
         header = ["System", "Source"] + [f"{DOMAIN_NAMES.get(d, d)} {display_name(k)}: 0-shot (2-shot − 0-shot; p)"
-                                         for d in here for k in keys]
-        mine = []
+                                         for d in here for k in keys] + ([COLUMN] if paper else [])
+        mine, checks, records = [], [], []
+        name = f"domainsum_table2_{level}"
+        metrics = metrics_of(paper, keys, "Table 2") if paper else []
         for system in systems:
-            row = []
+            row, shown = [], []
             for d in here:
                 zero, two = (builder.runs.find(system, "domainsum", d, s) for s in (0, 2))
                 row += [_run_cell(builder, zero, two, k) for k in keys]
+                shown += [r for r in (zero, two) if r is not None and any(k in r.values for k in keys)]
             mine.append(row)
-        rows = [[s.label, "this run"] + cells for s, cells in zip(systems, _mark(mine))]
+            if paper:
+                facts, check = check_runs(paper, "Table 2", [(r, metrics) for r in shown])
+                checks.append([check.cell()])
+                records.append(row_record(name, paper, "Table 2", system.label, facts, check))
+            else:
+                checks.append([])
+        rows = [[s.label, "this run"] + cells + said for s, cells, said in zip(systems, _mark(mine), checks)]
         theirs, names = [], []
         for model in (paper.models if paper else {}):
             found = [_paper_cell(paper, model, d, k) for d in here for k in keys]
@@ -115,10 +128,9 @@ def domainsum_table2(builder: Builder) -> list[Table]:
                 theirs.append(found)
                 names.append(model)
         rows += [[f"{m} (published)", published_source(paper, {"table": "Table 2", "row": m})] + cells
-                 for m, cells in zip(names, _mark(theirs))]
-        out.append(Table(f"domainsum_table2_{level}",
-                         f"DomainSum Table 2 layout, {level} shift: 0-shot and 2-shot per domain",
-                         header, rows, caption=table2_caption(paper)))
+                 + [PUBLISHED_CELL] for m, cells in zip(names, _mark(theirs))]
+        out.append(Table(name, f"DomainSum Table 2 layout, {level} shift: 0-shot and 2-shot per domain",
+                         header, rows, caption=table2_caption(paper), paper_rows=records))
     return out
 
 
@@ -145,7 +157,7 @@ def _paper_cell(paper: published.Published, model: str, subset: str, key: str) -
 
 def table2_caption(paper: published.Published | None) -> str:
     where = (published_caption(paper, "Table 2") + " † and ‡ mark the best within the published rows and within "
-             "this run's rows separately." if paper else "")
+             "this run's rows separately." + protocol_caption(paper, "Table 2") if paper else "")
     return ("Cell: the 0-shot score, in parentheses the 2-shot score minus the 0-shot score and, for this run's "
             "systems, its p (the paired test of the zero- vs few-shot table, where the interval, the shared "
             "document count and the verdict of each difference are); scores x100. † best 0-shot, ‡ best 2-shot "
@@ -160,8 +172,9 @@ def paper_vs_run(builder: Builder, benchmark: str) -> Table | None:
     if paper is None:
         return None
     header = ["System", "Published row", "Subset", "Setting", "Metric (suite key)", "n", "This run", "Paper",
-              "This run − paper", "Published at"]
-    rows = []
+              "This run − paper", "Published at", COLUMN]
+    rows, records = [], []
+    name = f"{benchmark}_paper_vs_run"
     for r in sorted(builder.runs.of(benchmark), key=lambda r: (r.system.label, r.subset or "", r.shots)):
         model = paper.model_of(r.system.started_from or r.system.base)
         if model is None or r.spec.variant:
@@ -169,51 +182,52 @@ def paper_vs_run(builder: Builder, benchmark: str) -> Table | None:
         if r.system.fine_tuned and lookup_subset(r.system.trained_on) != r.subset:
             continue  # the paper's fine-tuned numbers are in-domain
         setting = "fine-tuned" if r.system.fine_tuned else f"{r.shots}-shot"
+        facts = run_facts(r)
         for metric in paper.metrics:
             for key in paper.keys(metric):
                 if key not in r.values:
                     continue
                 mine = builder.est(r, key).value * paper.scale(metric)
-                for row_name, value, cited in _published(paper, model, r.subset, metric, setting):
+                for table, row_name, value, cited in _published(paper, model, r.subset, metric, setting):
                     digits = 3 if paper.scale(metric) == 1 and abs(value) < 1 else 2
+                    check = check_table(paper, table, facts, [metric])
                     rows.append([r.system.label, row_name, r.subset, setting, f"{display_name(key)} ({key})",
                                  str(r.n), f"{mine:.{digits}f}", f"{value:.{digits}f}",
-                                 f"{mine - value:+.{digits}f}", cited])
+                                 f"{mine - value:+.{digits}f}", cited, check.cell()])
+                    records.append(row_record(name, paper, table, r.system.label, [facts], check)
+                                   | {"paper_row": row_name, "metric": metric, "key": key})
     if not rows:
         return None
-    return Table(f"{benchmark}_paper_vs_run", f"{paper.paper}: this run vs the paper's published numbers",
-                 header, rows, caption=(
+    return Table(name, f"{paper.paper}: this run vs the paper's published numbers",
+                 header, rows, paper_rows=records, caption=(
                      f"A row for every run of a model {paper.paper} evaluated ({', '.join(paper.models)}), on "
                      "the paper's task and setting; This run − paper in the paper's units. The paper's number "
-                     "is on its full test set; this run's on its own documents (n). 2-shot: the paper's 0-shot "
-                     "value plus its published difference. Data file: lm_eval_tasks/report/published/"
-                     f"{paper.path.name}."))
+                     "is on its own documents (the protocol column says how many); this run's on its own (n). "
+                     "2-shot: the paper's 0-shot value plus its published difference. Data file: "
+                     f"lm_eval_tasks/report/published/{paper.path.name}." + protocol_caption(paper)))
 
 
 def _published(paper: published.Published, model: str, subset: str | None, metric: str,
-               setting: str) -> list[tuple[str, float, str]]:
-    """(the paper's row, its value of one cell, its citation) of every published value for the
+               setting: str) -> list[tuple[str, str, float, str]]:
+    """(the paper's table and row, its value of one cell, its citation) of every published value for the
     model, subset, metric and setting (a model fine-tuned on several training sizes has one
     row each); a 2-shot value is the printed 0-shot plus the printed difference where the
     paper prints those two (DomainSum Table 2)."""
     hits = paper.find(model=model, subset=subset, metric=metric, setting=setting)
     if hits:
-        return [(h["row"], h["value"], paper.cite(h)) for h in hits]
+        return [(h["table"], h["row"], h["value"], paper.cite(h)) for h in hits]
     if setting == "2-shot":
         zero = paper.one(model=model, subset=subset, metric=metric, setting="0-shot")
         diff = paper.one(model=model, subset=subset, metric=metric, setting="2-shot minus 0-shot")
         if zero and diff:
-            return [(zero["row"], round(zero["value"] + diff["value"], 2),
+            return [(zero["table"], zero["row"], round(zero["value"] + diff["value"], 2),
                      paper.cite(zero) + " (0-shot + difference)")]
     return []
 
 
-AMPLITUDE_FILE = "change_amplitude.json"
-
-
 def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
     """CCSBench Figure 4's layout of each ``change_amplitude.json`` directly in ``folders``."""
-    files = [f / AMPLITUDE_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
+    files = [f / STUDY_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
     out = []
     for i, path in enumerate(f for f in files if f.is_file()):
         try:
@@ -251,18 +265,30 @@ TERMS = [("Source", "this run: the user's system scored from its logged samples;
                               "setting, in the paper's units"),
          ("Changed attribute", "CCSBench Figure 4's row: the control flipped in every sampled document; each "
                                "column is |m_new − m| / |m| of an affected controllability metric, null where "
-                               "m = 0 or a value is undefined")]
+                               "m = 0 or a value is undefined"),
+         (COLUMN, "beside each of this run's rows placed next to a paper's published rows: ✓ same protocol, or "
+                  "✗ not comparable and, in words, every field that differs — run value (paper: value) — or that "
+                  "the run does not record or the paper does not state: the setting, the number of test documents "
+                  "the run scored against the paper's test set or sample, each shown metric's variant (ROUGE "
+                  "stemming; BERTScore encoder, layer, idf, baseline rescaling; DVO vocabulary size; judge model) "
+                  "and the generation budget and decoding, against the protocol in the paper's data file "
+                  "(lm_eval_tasks/report/published/<benchmark>.json, \"protocols\"); the same checks are in "
+                  "paper_rows.json")]
+#: which terms each kind of table uses
+_USES = {"table2": ("Source", "(published)", "0-shot (2-shot − 0-shot; p)", "† / ‡", COLUMN),
+         "layout": ("Source", "(published)", COLUMN), "versus": ("Source", "This run − paper", COLUMN),
+         "amplitude": ("Changed attribute",)}
 
 
 def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
     """The :data:`TERMS` the report's tables use (for the page's definitions)."""
     names = [t.name for t in tables]
-    table2 = any(n.startswith("domainsum_table2_") for n in names)
-    layout = table2 or any(n == lay.name for lay in LAYOUTS for n in names)
-    versus = any(n.endswith("_paper_vs_run") for n in names)
-    amplitude = any(n.startswith("ccsbench_figure4") for n in names)
-    return [t for i, t in enumerate(TERMS)
-            if (table2 and i < 4) or (layout and i < 2) or (versus and i in (0, 4)) or (amplitude and i == 5)]
+    kinds = {"table2": any(n.startswith("domainsum_table2_") for n in names),
+             "layout": any(n == lay.name for lay in LAYOUTS for n in names),
+             "versus": any(n.endswith("_paper_vs_run") for n in names),
+             "amplitude": any(n.startswith("ccsbench_figure4") for n in names)}
+    used = {term for kind, found in kinds.items() if found for term in _USES[kind]}
+    return [t for t in TERMS if t[0] in used]
 
 
 def paper_tables(builder: Builder, tables: Sequence[Table], folders: Sequence[str] = ()) -> list[Table]:
@@ -294,5 +320,5 @@ def cite(tables: list[Table], benchmarks: Sequence[str]) -> list[Table]:
     return tables
 
 
-__all__ = ["AMPLITUDE_FILE", "DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
+__all__ = ["DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
            "domainsum_table2", "paper_tables", "paper_vs_run"]

@@ -27,7 +27,14 @@ from typing import Any
 
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
-from lm_eval_tasks.results import ResultsError, parse_folder_spec, read_results_files, read_samples, samples_file
+from lm_eval_tasks.results import (
+    ResultsError,
+    documents_of,
+    parse_folder_spec,
+    read_results_files,
+    read_samples,
+    samples_file,
+)
 from lm_eval_tasks.report.systems import System, label_systems, same_model_notes, system_of
 
 
@@ -153,12 +160,6 @@ class _Found:
     @property
     def source(self) -> str:
         return str(self.meta.get("data_source") or self.meta.get("data_dir") or "")
-
-
-def _documents(data: dict, task: str) -> int | None:
-    counts = (data.get("n-samples") or {}).get(task) or {}
-    value = counts.get("effective", counts.get("original")) if isinstance(counts, dict) else None
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def parse_labels(specs: Sequence[str]) -> dict[str, str]:
@@ -324,7 +325,7 @@ def load_runs(folders: Sequence[str | Path], with_samples: bool = True,
                                results_file=path, name=name)
             meta = ((data.get("configs") or {}).get(task) or {}).get("metadata") or {}
             found.setdefault((system.identity, task), []).append(
-                _Found(ts, path, task, metrics, meta, system, _documents(data, task)))
+                _Found(ts, path, task, metrics, meta, system, documents_of(data, task)))
     names.check()
     found = _adopt_names(found)
     chosen: dict[tuple, _Found] = {}

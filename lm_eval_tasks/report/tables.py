@@ -32,6 +32,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lm_eval_tasks import catalog
 from custom_metrics import registry
@@ -61,6 +62,11 @@ class Table:
     notes: list[str] = field(default_factory=list)
     #: the benchmark's citation, shown once under the first of its tables
     citation: str = ""
+    #: one object per row of this run placed beside a paper's published rows: the row and its
+    #: check against the paper's protocol (report/protocol.py; written to paper_rows.json)
+    paper_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: a table too wide for a laptop, as the page shows it: one table per (title, column indices)
+    panels: list[tuple[str, list[int]]] = field(default_factory=list)
 
 
 @dataclass
@@ -216,14 +222,14 @@ class Builder:
             return None
         first, other = shots[0], shots[1:]
         keys = self.headline(benchmark)
-        header = ["System", "Subset"]
+        header, panels = ["System", "Subset"], []
+        tags = {s: f" ({s}−{first})" if len(other) > 1 else "" for s in other}
         for s in other:
-            tag = f" ({s}−{first})" if len(other) > 1 else ""
-            header += [f"n {first}-shot{tag}" if tag else f"n {first}-shot", f"n {s}-shot", f"n shared{tag}"]
+            header += [f"n {first}-shot{tags[s]}", f"n {s}-shot", f"n shared{tags[s]}"]
         for _, name in keys:
-            for s in other:
-                tag = f" ({s}−{first})" if len(other) > 1 else ""
-                header += [f"{name} {first}-shot{tag}", f"{name} {s}-shot",
+            for j, s in enumerate(other):  # a panel: the row's names, the n of s, the metric at s
+                panels.append((name + tags[s], [0, 1, *range(2 + 3 * j, 5 + 3 * j), *range(k := len(header), k + 4)]))
+                header += [f"{name} {first}-shot{tags[s]}", f"{name} {s}-shot",
                            f"Δ {name} ({s}−{first})", f"p ({name}, {s}−{first})"]
         rows, notes = [], []
         systems = sorted({r.system.identity: r.system for r in base}.values(), key=lambda s: s.label)
@@ -247,7 +253,7 @@ class Builder:
                      f"{paper(benchmark)}: {first}-shot vs " + ", ".join(f"{s}-shot" for s in other)
                      + " (DomainSum Table 2 layout)", header, rows,
                      caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
-                     notes=notes)
+                     notes=notes, panels=panels)
 
     def unpaired(self, system, benchmark: str, subset: str, found: dict, first: int, s: int) -> list[str]:
         """Where one setting of a system is missing but another system of the same model has
@@ -270,8 +276,9 @@ class Builder:
         if not tuned:
             return None
         keys = self.headline(benchmark)
-        header = ["System", "Trained on", "Subset", "Setting", "n", "n base", "n shared"]
+        header, panels = ["System", "Trained on", "Subset", "Setting", "n", "n base", "n shared"], []
         for _, name in keys:
+            panels.append((name, [*range(7), *range(len(header), len(header) + 4)]))
             header += [f"{name}", f"{name} base", f"Δ {name}", f"p ({name})"]
         rows, notes = [], []
         for r in sorted(tuned, key=lambda r: (r.system.label, order(r), r.shots)):
@@ -294,7 +301,7 @@ class Builder:
         return Table(f"{benchmark}_finetuned", f"{paper(benchmark)}: fine-tuned vs base model, in-domain "
                      "(DomainSum Table 3 layout)", header, rows,
                      caption=pair_caption() + " " + ci_caption(self.opt) + " " + test_caption(self.opt),
-                     notes=notes)
+                     notes=notes, panels=panels)
 
     def base_run(self, run: Run) -> Run | None:
         setup = run.system.base_setup

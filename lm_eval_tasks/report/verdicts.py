@@ -152,10 +152,10 @@ class Verdict:
             said = (" The bootstrap interval alone excluded 0; it is shown extended to 0 because "
                     + (f"the Holm-corrected p is not below {ALPHA}." if not self.p_corrected < ALPHA else
                        "Δ lies on the other side of 0."))
-        if self.smallest_possible_p >= ALPHA:
-            return said + (f" Too few documents to detect any difference: with {self.n} the permutation test "
-                           f"cannot give p below {self.smallest_possible_p:.3f}.")
-        if self.smallest_possible_p * self.family_size >= ALPHA:
+        if self.too_few():
+            if self.smallest_possible_p >= ALPHA:
+                return said + (f" Too few documents to detect any difference: with {self.n} the permutation "
+                               f"test cannot give p below {self.smallest_possible_p:.3f}.")
             return said + (f" Too few documents to detect any difference among {self.family_size} comparisons: "
                            f"with {self.n} the permutation test cannot give p below "
                            f"{self.smallest_possible_p:.4f}, which the correction multiplies by {self.family_size}.")
@@ -166,6 +166,12 @@ class Verdict:
         if math.isfinite(self.min_detectable_delta) and abs(self.delta) < self.min_detectable_delta:
             said += f" Too few documents to detect a difference smaller than {self.num(self.min_detectable_delta)}."
         return said
+
+    def too_few(self) -> bool:
+        """Too few documents for any difference to be detected: the smallest p the exact test can
+        give at this n, times the family's size (the most Holm multiplies it by), is not below
+        ``ALPHA`` (False when no smallest p is known, as for a bootstrap test)."""
+        return self.smallest_possible_p * max(self.family_size, 1) >= ALPHA
 
     def num(self, value: float, spec: str = ".2f") -> str:
         return "n/a" if not math.isfinite(value) else format(value * self.display_scale, spec)

@@ -13,6 +13,10 @@ only) and writes into ``--out``:
   documents both sides have a value for and the minimum detectable difference; its
   header and the page state the rule once, and the page says each comparison in one
   sentence under its table;
+* ``paper_rows.json``: every row of this run placed beside a paper's published rows (the
+  papers' layouts and ``<benchmark>_paper_vs_run``), checked field by field against the
+  paper's protocol (:mod:`lm_eval_tasks.report.protocol`): ``comparable`` and the
+  ``differences``; the page shows the same beside each row;
 * ``figures/*.png``.
 
 Tables (see :mod:`lm_eval_tasks.report.tables`): DomainSum Tables 2, 3 and 6 layouts
@@ -43,6 +47,7 @@ folder given as ``DIR=fine-tuned`` marks models without a run card as fine-tuned
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,10 +60,13 @@ from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_tables import paper_tables, terms as paper_terms
 from lm_eval_tasks.report.page import Numbered, definitions, empty_notes, markdown, page, write_scores_csv, write_tables
 from lm_eval_tasks.report.runs import load_runs, parse_labels
-from lm_eval_tasks.report.tables import Builder, Options, left_out_table
+from lm_eval_tasks.report.tables import Builder, Options, Table, left_out_table
 from lm_eval_tasks.results import parse_folder_spec
 from lm_eval_tasks.report.verdicts import in_order, verdicts, write_comparisons
 
+
+#: the file of every row placed beside a paper's published rows, with its protocol check
+PAPER_ROWS = "paper_rows.json"
 
 #: ``--out`` holds a file, or an earlier report that was not to be replaced, or another
 #: process is writing it (the name the report's callers know)
@@ -99,10 +107,19 @@ def write_report(folders: Sequence[str], out: Path, options: Options, *, fine_tu
         missing = [str(f) for f in [*folders, *fine_tuned] if not parse_folder_spec(str(f))[0].exists()]
         raise NothingToReport(f"no such folder: {', '.join(missing)}" if missing else
                               "no suite task with results in " + ", ".join(map(str, [*folders, *fine_tuned]))
-                              + " (give the folders lm_eval --output_path wrote)")
+                              + " (give the folders lm_eval --output_path wrote)"
+                              + "".join(f"; {p}" for p in runs.problems))  # what was found instead
     builder = Builder(runs, options)
     with output_folder(out, overwrite) as partial:
         return _write(folders, runs, builder, partial, out, plots, progress)
+
+
+def write_paper_rows(path: Path, tables: Sequence[Table]) -> Path:
+    """``paper_rows.json``: a list, one object per row of this run in a paper's layout, in
+    the page's order (:attr:`Table.paper_rows`; an empty list when no run is placed there)."""
+    rows = [record for t in tables for record in t.paper_rows]
+    write_atomically(path, json.dumps(rows, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return path
 
 
 def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final: Path, plots: bool,
@@ -120,6 +137,7 @@ def _write(folders: Sequence[str], runs: Any, builder: Builder, out: Path, final
     files.append(write_scores_csv(out / "scores.csv", builder))
     ordered = in_order(verdicts(builder.shown), [t.name for t in tables])
     files.append(write_comparisons(out / "comparisons.json", ordered))
+    files.append(write_paper_rows(out / PAPER_ROWS, tables))
     numbered: Numbered = {}
     for i, v in enumerate(ordered):
         numbered.setdefault(v.table, []).append((i, v))

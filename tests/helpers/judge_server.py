@@ -449,7 +449,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         with self.stub._lock:
             self.stub.requests.append((self.path, self.headers.get("Authorization")))
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             self._send(404, _error(404, f"unknown path {self.path}"))
             return
         try:

@@ -41,9 +41,10 @@ def _folded(rows: list[dict]) -> dict[str, float]:
 
 
 def write_system(root: Path, model: str, levels: dict[str, float], shots: tuple[int, ...] = (0, 2),
-                 n_docs: int = 8, seed: int = 0) -> Path:
+                 n_docs: int = 8, seed: int = 0, metadata: dict | None = None) -> Path:
     """One results file and its samples files: ``levels[subset]`` is the system's typical ROUGE-1
-    (0: every document scores 0); subsets not in ``levels`` are not evaluated."""
+    (0: every document scores 0); subsets not in ``levels`` are not evaluated. ``metadata``:
+    every task's metadata (what the scorers recorded they used), none by default."""
     rng = random.Random(f"{model}-{seed}")
     folder = root / model.replace("/", "__")
     folder.mkdir(parents=True, exist_ok=True)
@@ -54,7 +55,7 @@ def write_system(root: Path, model: str, levels: dict[str, float], shots: tuple[
             rows = [_sample(i, subset, rng, level * (1.1 if k else 1.0)) for i in range(n_docs)]
             (folder / f"samples_{task}_{TS}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
             results[task] = {"alias": task, **{f"{m},none": v for m, v in _folded(rows).items()}}
-            configs[task] = {"metadata": {}}
+            configs[task] = {"metadata": dict(metadata or {})}
     data = {"results": results, "groups": {}, "configs": configs, "n-shot": {}, "n-samples": {},
             "config": {"model": "hf", "model_args": f"pretrained={model}"}}
     path = folder / f"results_{TS}.json"

@@ -81,3 +81,53 @@ def test_domsum_output_into_a_closed_pipe_is_not_a_traceback():
     proc.stdout.close()  # before the command writes anything: its first write meets a closed pipe
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
+
+
+def test_batch_size_auto_is_told_the_max_length_its_prompts_need(tiny_causal_lm, fixture_data_dir, tmp_path):
+    """``--batch_size auto`` with a window far larger than any prompt: one line before the
+    first generation (before the harness starts probing) with the ``max_length`` that the
+    longest prompt of all the run's suite tasks plus ``max_gen_toks`` needs; run with it,
+    the prompts are the same and nothing more is said. ``max_batch_size=1`` keeps the
+    probe itself to one batch on CPU."""
+    import contextlib
+    import io
+    import json
+    import logging
+
+    from transformers import AutoTokenizer
+
+    from conftest import environment, own_samples, subprocess_env
+    from lm_eval_tasks.harness import run_cli
+    from lm_eval_tasks.harness_parts.fitting import batch_size_advice
+
+    def run(model_args: str, out: str) -> tuple[str, dict, dict]:
+        stream = io.StringIO()  # the harness's prints and the suite's log lines in one, in the order written
+        said = logging.StreamHandler(stream)  # under pytest, log records go to its capture, not to stderr
+        logging.getLogger("lm_eval_tasks").addHandler(said)
+        with environment(subprocess_env()), contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream), \
+                contextlib.ExitStack() as undo:
+            undo.callback(logging.getLogger("lm_eval_tasks").removeHandler, said)
+            run_cli(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm},{model_args}", "--batch_size",
+                     "auto", "--tasks", "domainsum_cnndm,domainsum_cnndm_2shot", "--limit", "2", "--gen_kwargs",
+                     "max_gen_toks=16", "--predict_only", "--metadata", json.dumps({"data_dir": str(fixture_data_dir)}),
+                     "--log_samples", "--output_path", str(tmp_path / out)])
+        [results] = (tmp_path / out).rglob("results_*.json")
+        contexts = {(t, row["doc_id"]): row["arguments"]["gen_args_0"]["arg_0"]  # each task's own file only
+                    for t in ("domainsum_cnndm", "domainsum_cnndm_2shot") for row in own_samples(tmp_path / out, t)}
+        return stream.getvalue(), json.loads(results.read_text()), contexts
+
+    said, results, contexts = run("max_batch_size=1", "auto")
+    tok = AutoTokenizer.from_pretrained(str(tiny_causal_lm))
+    needed = max(len(tok(c)["input_ids"]) for c in contexts.values()) + 16  # recomputed from what was sent
+    budgets = [c["metadata"]["prompt_budget"] for c in results["configs"].values()]
+    assert needed == max(b["prompt_tokens_max"] + b["generation"] for b in budgets) and len(contexts) == 4
+    line = batch_size_advice(4096, needed)
+    advised = -(-needed // 256) * 256
+    assert line is not None and f"pass max_length={advised} in --model_args" in line and f"is {needed} tokens" in line
+    # once, and before the harness starts probing (a progress bar may share its line)
+    assert said.count("--batch_size auto probes") == said.count(line) == 1, said[-3000:]
+    assert said.index(line) < said.index("Detecting largest batch size")
+
+    said, results, again = run(f"max_batch_size=1,max_length={advised}", "advised")
+    assert "--batch_size auto probes" not in said and again == contexts
+    assert all(c["metadata"]["prompt_budget"]["cut_to_fit"] == 0 for c in results["configs"].values())

@@ -119,8 +119,14 @@ def test_run_ends_with_where_the_adapter_is_and_the_command_to_evaluate_it(causa
     from lm_eval_tasks import include_path
 
     out, card, printed = causal_adapter
-    last = printed.strip().splitlines()[-2:]
+    last = printed.strip().splitlines()[-3:]
     assert last[0] == f"finetune: saved the LoRA adapter to {out.resolve()}"
+    base_command = last[2].split(": ", 2)[2].split("; give --baseline")[0]
+    assert last[2] == "finetune: " + card["output"]["compare_with"] and last[2].startswith(
+        "finetune: compare it with the base model evaluated without a chat template, as training used none")
+    assert shlex.split(base_command)[:5] == ["lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}"]
+    assert base_command.endswith(f"--output_path {out.resolve() / 'eval_base'} --metadata "
+                                 f"'{json.dumps({'data_dir': str(fixture_data_dir)})}'")
     prefix = "finetune: evaluate it with: "
     assert last[1].startswith(prefix)
     command = last[1][len(prefix):]
@@ -136,6 +142,32 @@ def test_run_ends_with_where_the_adapter_is_and_the_command_to_evaluate_it(causa
     assert opt["--tasks"] == TASK and "--log_samples" in args
     assert opt["--output_path"] == str(out.resolve() / "eval")     # what `domsum report` reads
     assert json.loads(opt["--metadata"]) == {"data_dir": str(fixture_data_dir)}
+
+
+def test_baseline_run_settings_go_into_the_evaluation_command(tmp_path, tiny_causal_lm, fixture_data_dir,
+                                                             minilm_path, capsys):
+    """The base model's run was given its BERTScore encoder in --metadata, the fine-tuning run
+    was not: given --baseline, the printed command carries that run's settings (pasted
+    offline it scores with MiniLM, not roberta-large) and names the run to compare with."""
+    meta = {"data_dir": str(fixture_data_dir), "bertscore_model": minilm_path, "bertscore_layers": 6}
+    base_run = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}", "--include_path",
+                            "lm_eval_tasks", "--tasks", TASK, "--limit", "1", "--gen_kwargs", "max_gen_toks=8",
+                            "--predict_only", "--log_samples", "--metadata", json.dumps(meta)], tmp_path / "base")
+    assert base_run["chat_template"] is None
+    [results_file] = (tmp_path / "base").rglob("results_*.json")
+    out = tmp_path / "tuned"
+    card = cli_main(["--task", TASK, "--base", str(tiny_causal_lm), "--method", "lora", "--preset", "domainsum",
+                     "--out", str(out), "--baseline", str(tmp_path / "base"), "--max-steps", "2", "--batch-size",
+                     "2", "--limit", "2", "--report-to", "none", "--eval-strategy", "no"])
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune: ")]
+    assert printed[0] == (f"finetune: --baseline {results_file}: its settings taken: data_dir={fixture_data_dir}, "
+                          f"bertscore_model={minilm_path}, bertscore_layers=6")
+    command = printed[-2].removeprefix("finetune: evaluate it with: ")
+    args = shlex.split(command)
+    assert json.loads(args[args.index("--metadata") + 1]) == meta and command == card["output"]["evaluate_with"]
+    assert printed[-1] == f"finetune: compare it with the base model's run in {results_file} (no chat template, as in training)"
+    assert card["baseline"] == {"results_file": str(results_file), "settings_taken": meta, "chat_template": False}
+    assert card["hyperparameters"]["metadata"] == meta
 
 
 def test_causal_examples_supervise_the_summary_only(tiny_causal_lm, fixture_data_dir):

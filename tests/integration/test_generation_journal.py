@@ -7,12 +7,21 @@ were kept and where; the same command run again generates only the missing ones 
 journal grows by exactly those, and the results record how many came from it), and its
 results and per-document samples equal those of an uninterrupted run with a fresh
 journal. A model saved again in place is another model: nothing is served to it.
+
+A sampled run (``do_sample=True,temperature=1.0``) with ``--seed 2`` is served nothing of
+the same run with ``--seed 1``; a greedy one is served everything. A run whose journal
+cannot grow (a real ``RLIMIT_FSIZE`` on the child: the kernel refuses the write with EFBIG,
+as a full disk does with ENOSPC) writes its results and samples anyway; what it committed
+before is answered by the next run, and the line the failed write cut does not swallow the
+next one.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -36,7 +45,7 @@ KEPT = re.compile(r"(interrupted|terminated); (\d+) generation\(s\) of this run 
                   r"journal (\S+); running the same command again resumes, generating only the missing ones\.$")
 #: task metadata about the run rather than the documents: the journal's own record, and the
 #: YAML's path as this command line spelt its include path
-RUN_ONLY = ("generation_journal", "generations_from_journal", "config_source")
+RUN_ONLY = ("generation_journal", "generations_from_journal", "generations_made", "config_source")
 
 
 def _args(model: Path, data_dir: Path, minilm: str) -> list[str]:
@@ -68,6 +77,7 @@ def uninterrupted(tmp_path_factory, tiny_causal_lm, fixture_data_dir, minilm_pat
     env = subprocess_env(DOMSUM_GENERATION_JOURNAL=str(out / "journal"))
     res = run_lm_eval(_args(tiny_causal_lm, fixture_data_dir, minilm_path), out / "out", env=env)
     assert sum(res["configs"][t]["metadata"]["generations_from_journal"] for t in TASKS) == 0
+    assert sum(res["configs"][t]["metadata"]["generations_made"] for t in TASKS) == N_DOCS
     return out / "out"
 
 
@@ -106,6 +116,7 @@ def test_interrupted_generation_resumes_and_equals_an_uninterrupted_run(
     res = _results(out)
     # only the missing generations were made: the journal grew by exactly those
     assert sum(res["configs"][t]["metadata"]["generations_from_journal"] for t in TASKS) == kept
+    assert sum(res["configs"][t]["metadata"]["generations_made"] for t in TASKS) == N_DOCS - kept
     after = _journal_rows(journal)
     assert len(after) == N_DOCS and {(r["task"], r["doc_id"]) for r in after} == {(t, d) for t in TASKS
                                                                                     for d in range(3)}
@@ -154,3 +165,98 @@ def test_a_model_saved_again_in_place_is_never_served_the_old_generations(tmp_pa
     changed = run("changed")
     assert changed["generations_from_journal"] == 0, changed
     assert changed["generation_journal"] != first["generation_journal"] and len(_journal_rows(journal)) == 6
+
+
+def _samsum_args(model: Path, data_dir: Path, gen_kwargs: str, seed: int | None = None) -> list[str]:
+    return ["--model", "hf", "--model_args", f"pretrained={model}", "--include_path", "lm_eval_tasks",
+            "--tasks", "domainsum_samsum", "--predict_only", "--log_samples", "--gen_kwargs", gen_kwargs,
+            *(["--seed", str(seed)] if seed is not None else []),
+            "--metadata", json.dumps({"data_dir": str(data_dir)})]
+
+
+def _journal_lines(folder: Path) -> list[str]:
+    return [line for path in sorted(folder.glob("*/rank0.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_sampled_generations_are_kept_per_seed_and_greedy_ones_shared(tmp_path, tiny_causal_lm, fixture_data_dir):
+    """--seed 1 then --seed 2: sampled, nothing is served to the second; greedy, everything is."""
+    n_docs = 3
+    for mode, gen_kwargs in (("sampled", "max_gen_toks=16,do_sample=True,temperature=1.0"),
+                             ("greedy", "max_gen_toks=16")):
+        journal = tmp_path / mode / "journal"
+        env = subprocess_env(DOMSUM_GENERATION_JOURNAL=str(journal))
+        drawn: dict[int, list] = {}
+        for run, seed in enumerate((1, 2, 1)):
+            before = len(_journal_lines(journal))
+            res = run_lm_eval(_samsum_args(tiny_causal_lm, fixture_data_dir, gen_kwargs, seed),
+                              tmp_path / mode / f"run{run}", env=env)
+            assert res["config"]["random_seed"] == res["config"]["torch_seed"] == seed  # what the results say
+            meta = res["configs"]["domainsum_samsum"]["metadata"]
+            made = len(_journal_lines(journal)) - before  # each generation the model made is a new line
+            assert (meta["generations_from_journal"], meta["generations_made"]) == (n_docs - made, made), (mode, run)
+            drawn.setdefault(seed, [s["resps"] for s in own_samples(tmp_path / mode / f"run{run}",
+                                                                    "domainsum_samsum")])
+            if mode == "sampled":  # each seed draws its own; the same seed again is served its draws
+                assert made == (n_docs if run < 2 else 0), (run, made)
+            else:  # greedy: the first run's generations serve every seed
+                assert made == (n_docs if run == 0 else 0), (run, made)
+        if mode == "sampled":  # the seed changed what was drawn: serving seed 1's would have hidden it
+            assert drawn[1] != drawn[2]
+        else:
+            assert drawn[1] == drawn[2]
+
+
+def test_a_journal_that_cannot_grow_costs_no_results_and_no_committed_generation(
+        tmp_path, tiny_causal_lm, fixture_data_dir, caplog):
+    """The journal's file may not grow past the line being written: the run finishes with its
+    results; the next run answers every generation committed before, starting a fresh line
+    after the cut one; the one after that answers all of them."""
+    caplog.set_level(logging.WARNING)
+    args = _samsum_args(tiny_causal_lm, fixture_data_dir, "max_gen_toks=16")
+    reference = tmp_path / "reference"
+    run_lm_eval(args, tmp_path / "ref", env=subprocess_env(DOMSUM_GENERATION_JOURNAL=str(reference)))
+    [ref_file] = reference.glob("*/rank0.jsonl")
+    first, second, last = ref_file.read_text(encoding="utf-8").splitlines()  # in the order generated
+    expected = {s["doc_id"]: s["resps"] for s in own_samples(tmp_path / "ref", "domainsum_samsum")}
+
+    # the same model's journal holding its last generation after 1 MiB of other generations (so
+    # that every other file the run writes stays under the limit), with room for one more line
+    # and half of the next
+    journal = tmp_path / "journal"
+    path = journal / ref_file.parent.name / "rank0.jsonl"
+    path.parent.mkdir(parents=True)
+    shutil.copy(ref_file.parent / "identity.json", path.parent / "identity.json")
+    other = [json.dumps({"key": f"{i:064x}", "task": "other", "doc_id": i, "response": "x" * 1000})
+             for i in range(1024)]
+    path.write_text("\n".join([*other, last]) + "\n", encoding="utf-8")
+    limit = path.stat().st_size + len(first.encode()) + 1 + len(second.encode()) // 2
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    out = tmp_path / "full"
+    env = subprocess_env(DOMSUM_GENERATION_JOURNAL=str(journal))
+    proc = subprocess.run([sys.executable, "-m", "lm_eval", *args, "--output_path", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, preexec_fn=limited)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    assert re.search(rf"generation journal {re.escape(str(path))} cannot be written \(\[Errno 27\] File too large\); "
+                     r"this run goes on without it", proc.stderr), proc.stderr[-4000:]
+    meta = _results(out)["configs"]["domainsum_samsum"]["metadata"]
+    assert meta["generation_journal"].startswith(f"failed: {path}: [Errno 27]")
+    assert (meta["generations_from_journal"], meta["generations_made"]) == (1, 2)
+    assert {s["doc_id"]: s["resps"] for s in own_samples(out, "domainsum_samsum")} == expected
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[-3:-1] == [last, first] and lines[-1] == second[:len(lines[-1])] != second  # cut mid-line
+
+    for run, served in (("rerun", 2), ("again", 3)):
+        caplog.clear()
+        res = run_lm_eval(args, tmp_path / run, env=env)
+        meta = res["configs"]["domainsum_samsum"]["metadata"]
+        assert (meta["generations_from_journal"], meta["generations_made"]) == (served, 3 - served), run
+        assert meta["generation_journal"] == str(path.parent)
+        assert {s["doc_id"]: s["resps"] for s in own_samples(tmp_path / run, "domainsum_samsum")} == expected
+        said = [r.getMessage() for r in caplog.records if "unreadable line(s)" in r.getMessage()]
+        assert len(said) == 1 and " 1 unreadable line(s)" in said[0], (run, said)
+    # the generation made after the cut line has a line of its own
+    assert path.read_text(encoding="utf-8").splitlines()[-2:] == [second[:len(lines[-1])], second]

@@ -108,7 +108,8 @@ def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
     listed = [line for line in readme.splitlines() if line.startswith("* `") and "metrics" in line]
     assert [line.split("`")[1] for line in listed] == ["ports", "ships", "ships_2shot"]
     assert listed[0].endswith("metrics rouge") and listed[1].endswith("metrics rouge, bertscore, dvo")
-    assert str(tmp_path / "ports" / "test.jsonl") in readme and str(tmp_path / "ships" / "test.jsonl") in readme
+    # the data lie beside the task folder: named relative to it, as the YAMLs name them
+    assert "`../ports/test.jsonl` (test)" in readme and "`../ships/test.jsonl` (test)" in readme
 
     again = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks"], tmp_path)
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1
@@ -116,7 +117,7 @@ def test_a_second_domain_joins_the_folder_and_its_readme(tmp_path):
     replaced = domsum(["new-task", "ships", "--data", "ports", "--out", "tasks", "--overwrite"], tmp_path)
     assert replaced.returncode == 0, replaced.stderr
     assert not (tmp_path / "tasks" / "ships_2shot.yaml").exists()  # 2 train records: no two-shot task left behind
-    assert str(tmp_path / "ports" / "test.jsonl") in (tmp_path / "tasks" / "ships.yaml").read_text()
+    assert 'test: "../ports/test.jsonl"' in (tmp_path / "tasks" / "ships.yaml").read_text()
 
 
 def test_a_suite_or_harness_task_name_is_refused_in_one_line(tmp_path):
@@ -192,3 +193,93 @@ def test_past_twenty_bad_lines_the_rest_are_counted(tmp_path):
     shown = said[1:21]
     assert [f"{data / 'test.jsonl'}, line {n}: invalid JSON" in line for n, line in enumerate(shown, 1)] == [True] * 20
     assert said[21:] == [f"  ... and {broken - 20} more bad line(s)"], made.stderr
+
+
+def test_inputs_new_task_cannot_take_are_one_line_each_and_nothing_is_written(tmp_path):
+    """A name with a trailing line break, a folder holding the user's own ``utils.py``, a
+    test file that is a symbolic link to itself, a train file that is a folder."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "utils.py").write_text("def helper(doc):\n    return doc\n")
+    write_data(tmp_path / "looped", rows(3), None)
+    (tmp_path / "looped" / "test.jsonl").unlink()
+    (tmp_path / "looped" / "test.jsonl").symlink_to("test.jsonl")
+    write_data(tmp_path / "foldered", rows(3), None)
+    (tmp_path / "foldered" / "train.jsonl").mkdir()
+    cases = [
+        (["legal\n", "--data", "data", "--out", "tasks"],
+         "task name 'legal\\n': use letters, digits and underscores, starting with a letter"),
+        (["legal", "--data", "data", "--out", "project"],
+         f"{tmp_path / 'project' / 'utils.py'} is not the suite's: it defines no SuiteTask"),
+        (["legal", "--data", "looped", "--out", "tasks"],
+         f"--data {tmp_path / 'looped'}: test.jsonl cannot be read: it is a symbolic link that leads back to itself"),
+        (["legal", "--data", "foldered", "--out", "tasks"],
+         f"--data {tmp_path / 'foldered'}: train.jsonl cannot be read: it is a folder, not a file"),
+    ]
+    for args, said in cases:
+        made = domsum(["new-task", *args], tmp_path)
+        lines = made.stderr.strip().splitlines()
+        assert made.returncode == 2 and len(lines) == 1 and "Traceback" not in made.stderr, made.stderr
+        assert lines[0].startswith(f"domsum new-task: error: {said}"), lines[0]
+    assert not (tmp_path / "tasks").exists()
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == ["utils.py"]
+
+
+def test_a_setting_typed_into_the_yaml_stops_run_before_the_model_naming_the_yaml(tmp_path):
+    """The user never passed ``--metadata``: the typo is named with the YAML that holds it,
+    in one line, before any model loads (``no-such-model`` would fail to load)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "typo", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "typo.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("  rouge_stemming: true", "  rouge_stemmin: true"))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path",
+                  str(tmp_path / "tasks"), "--tasks", "typo,typo_2shot"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"domsum run: error: task 'typo' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you mean "
+        f"'rouge_stemming'? The settings are listed in docs/settings.md and in lm_eval_tasks/settings.py."]
+
+
+def test_a_document_field_in_no_record_is_one_line_in_new_task_and_run(tmp_path):
+    """``--document-field text`` for chat records whose field is ``dialogue``: one line naming
+    the flag, the file, the records read and the fields they have (not a hundred bad lines);
+    the same field written into a YAML is one problem line of ``domsum run``."""
+    chats = [{"id": f"c{i}", "dialogue": f"A: hello {i}\nB: hi", "summary": f"greeting {i}"} for i in range(100)]
+    data = write_data(tmp_path / "data", chats, chats[:5])
+    made = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "text"], tmp_path)
+    assert made.returncode == 2 and not (tmp_path / "tasks").exists()
+    assert made.stderr.strip().splitlines() == [
+        f"domsum new-task: error: {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+        f"(--document-field); their fields: id, dialogue, summary"]
+    near = domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialog"], tmp_path)
+    assert near.stderr.strip().endswith("their fields: id, dialogue, summary; did you mean 'dialogue'?"), near.stderr
+
+    assert domsum(["new-task", "chat", "--data", "data", "--out", "tasks", "--document-field", "dialogue"],
+                  tmp_path).returncode == 0
+    yaml_path = tmp_path / "tasks" / "chat.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace('document_field: "dialogue"', 'document_field: "text"'))
+    run = domsum(["run", "--model", "hf", "--model_args", "pretrained=no-such-model", "--include_path", "tasks",
+                  "--tasks", "chat"], tmp_path)
+    assert run.returncode == 2 and "Initializing hf model" not in run.stderr, run.stderr
+    problems = [line for line in run.stderr.splitlines() if line.startswith("  - ")]
+    assert problems == [f"  - task 'chat': {data / 'test.jsonl'}: none of its 100 record(s) has the field 'text' "
+                        f"(document_field); their fields: id, dialogue, summary"], run.stderr
+
+
+def test_a_harness_task_whose_data_is_not_cached_stops_run_before_the_model_offline(tmp_path):
+    """``--tasks mine,hellaswag`` offline, with an empty Hugging Face cache: one line naming
+    hellaswag's dataset and the offline variables, before the model loads (was: the model
+    loaded, then a 35-line hub traceback)."""
+    write_data(tmp_path / "data", rows(3), rows(4, "t"))
+    assert domsum(["new-task", "mine", "--data", "data", "--out", "tasks"], tmp_path).returncode == 0
+    env = subprocess_env(HF_HOME=str(tmp_path / "hf"), HF_DATASETS_CACHE=str(tmp_path / "hf" / "datasets"))
+    run = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "run", "--model", "hf", "--model_args",
+                          "pretrained=no-such-model", "--include_path", "tasks", "--tasks", "mine,hellaswag"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "Initializing hf model" not in run.stderr, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert lines[0] == "domsum run: error: stopping before the model loads:" and len(lines) == 2, run.stderr
+    assert lines[1].startswith(
+        "  - task 'hellaswag' is a harness task, not the suite's; its data (Rowan/hellaswag) is not in the local "
+        "Hugging Face cache and offline mode is on (HF_HUB_OFFLINE=1, HF_DATASETS_OFFLINE=1): run it once where "
+        "the hub is reachable, or leave it out of --tasks ("), run.stderr

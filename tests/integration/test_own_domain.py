@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -148,3 +149,50 @@ def test_run_names_a_missing_task_and_bad_data_before_the_model_loads(tmp_path, 
     assert "Initializing hf model" not in wrong.stderr
     assert str(user / "data" / "test.jsonl") in wrong.stderr
     assert str(tmp_path / "nowhere" / "domainsum" / "cnndm" / "test.jsonl") in wrong.stderr
+
+
+def test_a_moved_task_folder_reads_its_own_data_from_any_directory(tmp_path, tiny_causal_lm):
+    """The folder holding the task folder and its data, copied elsewhere with the original
+    removed, runs with plain ``lm_eval`` from an unrelated directory: every split is read
+    from the copy (the YAML names the data relative to itself), not from the directory
+    the run starts in, which holds a ``data`` folder of its own."""
+    share = tmp_path / "share"
+    data = write_user_data(share / "data")
+    env = subprocess_env(DOMSUM_VOCAB_DIR=str(tmp_path / "vocab"), OMP_NUM_THREADS="1")
+    made = domsum(["new-task", NAME, "--data", "data", "--document-field", "text", "--summary-field", "gist",
+                   "--id-field", "key", "--families", "rouge,dvo", "--out", "my_tasks"], share, env)
+    assert made.returncode == 0, made.stderr
+    assert 'test: "../data/test.jsonl"' in (share / "my_tasks" / f"{NAME}.yaml").read_text()
+
+    moved = tmp_path.resolve() / "elsewhere" / "copied"
+    shutil.copytree(share, moved)
+    shutil.rmtree(share)
+    test_lines = (moved / "data" / "test.jsonl").read_text().splitlines()[:2]  # the copy, edited: 2 documents
+    (moved / "data" / "test.jsonl").write_text("".join(line + "\n" for line in test_lines))
+    write_user_data(tmp_path / "data")  # what `../data` would be from the run's directory
+    (tmp_path / "cwd").mkdir()
+
+    run = subprocess.run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args",
+                          f"pretrained={tiny_causal_lm}", "--include_path", str(moved / "my_tasks"),
+                          "--tasks", f"{NAME},{NAME}_2shot", "--log_samples", "--output_path", "out",
+                          "--gen_kwargs", "max_gen_toks=8"],
+                         cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = tmp_path / "cwd" / "out"
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    train = moved / "data" / "train.jsonl"
+    train_keys = {json.loads(line)["key"] for line in train.read_text().splitlines()}
+    for task in (NAME, f"{NAME}_2shot"):
+        rows = logged(out, task)
+        assert results["n-samples"][task]["effective"] == len(rows) == len(test_lines) == 2
+        assert sorted(r["doc"]["id"] for r in rows) == sorted(json.loads(line)["key"] for line in test_lines)
+        meta = results["configs"][task]["metadata"]
+        assert meta["data_source"] == str(moved / "data" / "test.jsonl")
+        # the results name the files read, absolute, for readers far from the YAML
+        assert results["configs"][task]["dataset_kwargs"]["data_files"] == {
+            "test": str(moved / "data" / "test.jsonl"), "train": str(train)}
+        stamp = f"{train}:{train.stat().st_size}:{train.stat().st_mtime_ns}"  # DVO's vocabulary: the copy's train file
+        assert meta["user_vocabulary"]["data_fingerprint"] == stamp
+        assert read_vocabulary(Path(meta["user_vocabulary"]["path"])).header["documents"] == len(data["train"])
+        if task.endswith("_2shot"):  # demonstrations from the copy's train split
+            assert all(len(r["doc"]["demo_ids"]) == 2 and set(r["doc"]["demo_ids"]) <= train_keys for r in rows)

@@ -168,12 +168,15 @@ class _Page(HTMLParser):
         self.images: list[dict] = []
         self.tables = 0
         self.stack: list[str] = []
+        self.named: set[str] = set()
 
     def handle_starttag(self, tag, attrs):
         if tag == "img":
             self.images.append(dict(attrs))
-        if tag == "table":
-            self.tables += 1
+        if tag == "table":  # a report table shown as one table per metric counts once
+            name = dict(attrs).get("data-table")
+            self.tables += name is None or name not in self.named
+            self.named.add(name)
 
 
 def test_html_is_self_contained_and_embeds_every_figure(report_runs):

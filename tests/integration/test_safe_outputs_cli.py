@@ -110,7 +110,7 @@ def test_two_concurrent_rescores_into_one_output_one_refuses(tmp_path):
 
 
 def _long_table(path: Path, systems: list[str]) -> Path:
-    rows = [{"doc_id": f"d{d}", "system": s, "m1": (d * 7 + i * 3) % 5 + 0.1 * i,
+    rows = [{"doc_id": f"d{d}", "system": s, "+cmd": (d * 7 + i * 3) % 5 + 0.1 * i,
              "m2": (d * 3 + i) % 4 - 0.5, "human": (d + i * 2) % 5}
             for d in range(6) for i, s in enumerate(systems)]
     with path.open("w", newline="") as fh:
@@ -140,7 +140,11 @@ def test_meta_eval_refuses_to_replace_an_earlier_analysis_and_neutralises_names(
     for name in systems:
         expected = "'" + name if name[0] in "=-" else name
         assert expected in cells, (name, cells)
-    assert not any(c and c[0] in "=+-@" and not _number(c) for c in cells)
+    # the metric column "+cmd" names rows and columns of every CSV, whatever pandas' dtype for text
+    for path in out.glob("*.csv"):
+        with path.open(newline="") as fh:
+            cells = [c for row in csv.reader(fh) for c in row]
+        assert "'+cmd" in cells and not any(c and c[0] in "=+-@" and not _number(c) for c in cells), path
     # a system B|C stays one cell of its Markdown row
     md = (out / "meta_eval.md").read_text()
     row = next(x for x in md.splitlines() if x.startswith("| B\\|C"))
@@ -169,6 +173,26 @@ def test_report_folders_follow_the_umask_and_csvs_are_neutralised(tmp_path):
         assert "=SUM(1+1)" not in cells, path
         with_name += "'=SUM(1+1)" in cells
     assert with_name >= 2  # scores.csv and the score table name the system
+
+
+def test_a_model_folder_named_as_html_is_text_in_every_markdown_file(tmp_path):
+    from markdown_it import MarkdownIt
+
+    name = "x|<img src=x onerror=alert(1)>"
+    write_system(tmp_path / "runs", name, {"cnndm": 0.3, "pubmed": 0.2}, n_docs=5)
+    write_system(tmp_path / "runs", "plain", {"cnndm": 0.25, "pubmed": 0.22}, n_docs=5)
+    proc = _domsum("report", "runs", "--out", "r", "--no-plots", "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    viewer = MarkdownIt("commonmark").enable("table")  # passes inline HTML through, as most viewers do
+    pages = [tmp_path / "r" / "report.md", *sorted((tmp_path / "r" / "tables").glob("*.md"))]
+    named = []
+    for page in pages:
+        tokens = viewer.parse(page.read_text(encoding="utf-8"))
+        inline = [c for t in tokens if t.type == "inline" for c in t.children]
+        assert not [t for t in [*tokens, *inline] if t.type in ("html_block", "html_inline")], page
+        if any(name in "".join(c.content for c in t.children) for t in tokens if t.type == "inline"):
+            named.append(page.name)  # the name is there, read back as the text it is
+    assert "report.md" in named and len(named) >= 4, named  # its cells and verdicts; the tables naming it
 
 
 def test_a_non_numeric_logged_score_names_file_line_and_key(tmp_path):

@@ -290,3 +290,39 @@ def test_release_positions_with_a_real_tokenizer(monkeypatch, base_dir, noisy_di
         if r["positions_all_positions"]:
             # continuation pieces are never word beginnings
             assert r["positions_all_positions"] < p["positions_all_positions"]
+
+
+def test_table4_beside_the_run_with_the_unit_caveat(work, base_dir, noisy_dir, samples_2shot, capsys):
+    """A run of an AdaptEval domain gets Table 4's values of that domain beside its kl and
+    shift_rate, cited, with the differences named: the documents averaged against the paper's
+    10, KL's unit (the paper states none), the tokens (a 7-word vocabulary, not the paper's
+    10k) and the models of the paper's row."""
+    from lm_eval_tasks.report import published
+
+    vocab = work / "vocab_beside.tsv"
+    vocab.write_text("".join(f"{w}\t1\n" for w in VOCAB), encoding="utf-8")
+    out = work / "beside.json"
+    assert main(["--samples", str(samples_2shot), "--base", str(base_dir), "--adapted", str(noisy_dir),
+                 "--vocabulary", str(vocab), "--device", "cpu", "--dtype", "float32", "--output", str(out),
+                 "--no-progress"]) == 0
+    res = json.loads(out.read_text())
+    data = json.loads(published.data_file("adapteval").read_text(encoding="utf-8"))
+    expected = [v for v in data["values"] if v["table"] == "Table 4" and v["subset"] == "pubmed"
+                and v["block"] in ("base FT", "2-shot 2-shot")]  # two different models
+    records = res["published"]
+    assert expected and len(records) == len(expected)
+    printed = capsys.readouterr().out
+    assert "Beside AdaptEval Table 4" in printed and "neither the logarithm base" in printed
+    for r in records:
+        v = next(v for v in expected if (v["block"], v["row"], v["column"]) == (r["setting"], r["row"], r["column"]))
+        assert r["published"] == v["value"] and r["cite"] == f"AdaptEval Table 4, row {v['row']}, column {v['column']}"
+        assert r["run_value"] == res["overall"]["kl" if v["metric"] == "KL" else "shift_rate"]
+        diffs = {d["field"]: d for d in r["differences"]}
+        assert diffs["test documents"]["run"] == len(DOCS) and diffs["test documents"]["paper"] == 10
+        assert diffs["comparison"] == {"field": "comparison", "run": "two models", "paper": v["block"]}
+        assert diffs[f"{v['metric']} tokens"]["run"] == f"the {len(VOCAB)} words of {vocab}"
+        assert ("KL unit" in diffs) == (v["metric"] == "KL")
+        if v["metric"] == "KL":
+            assert diffs["KL unit"]["run"] == "nats per position" and "unknown" in diffs["KL unit"]["paper"]
+        assert "decoding" not in diffs  # the samples were generated greedily, as the paper's
+        assert r["comparable"] is False and r["sentence"] in printed

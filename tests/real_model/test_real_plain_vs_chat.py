@@ -107,12 +107,12 @@ def test_first_table_is_domainsum_table2_with_the_papers_rows(pair):
     out, name = pair["out"], pair["system"]
     md = (out / "report.md").read_text(encoding="utf-8")
     first_md = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert first_md[:2] == ["Definitions", "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"]
+    assert first_md[:2] == ["Verdicts", "DomainSum Table 2 layout, genre shift: 0-shot and 2-shot per domain"]
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert re.search(r'<h2>Tables</h2>\s*<h3 id="([^"]+)"', page).group(1) == "domainsum_table2_genre"
+    assert re.findall(r'<h3 id="([^"]+)"', page)[:2] == ["verdicts", "domainsum_table2_genre"]
     rows = report_table(out, "domainsum_table2_genre")
     rouge, bert = "CNN/DM ROUGE: 0-shot (2-shot − 0-shot; p)", "CNN/DM BERTScore: 0-shot (2-shot − 0-shot; p)"
-    assert list(rows[0]) == ["System", "Source", rouge, bert]
+    assert list(rows[0]) == ["System", "Source", rouge, bert, "Protocol vs the paper"]
     mine = {r["System"]: r for r in rows if r["Source"] == "this run"}
     assert set(mine) == {name, f"{name} (chat)"}
     scores = {}
@@ -139,6 +139,42 @@ def test_first_table_is_domainsum_table2_with_the_papers_rows(pair):
             zero, diff = cells[model, metric, "0-shot"], cells[model, metric, "2-shot minus 0-shot"]
             cell = re.fullmatch(r"(-?\d+\.\d\d)†? \(([+-]\d+\.\d\d)‡?\)", row[column])
             assert cell and cell.groups() == (f"{zero:.2f}", f"{diff:+.2f}"), (model, column, row[column])
+
+
+def test_paper_rows_say_how_each_run_differs_from_the_papers_protocol(pair):
+    """Each of the two systems in DomainSum Table 2's layout is checked against the paper's
+    protocol (domainsum.json "protocols", Table 2): ``paper_rows.json`` says not comparable,
+    with the encoder (MiniLM layer 6, as the runs' metadata asked; the paper's roberta-large
+    layer 17) and the document count (recounted from each run's samples file; the paper's 500
+    sampled test documents); the page says the same sentence beside each system's row in the
+    HTML and the Markdown."""
+    out, name = pair["out"], pair["system"]
+    data = json.loads((ROOT / "lm_eval_tasks/report/published/domainsum.json").read_text(encoding="utf-8"))
+    protocol = data["protocols"]["Table 2"]
+    encoder = protocol["metrics"]["BERTScore"]
+    rows = json.loads((out / "paper_rows.json").read_text(encoding="utf-8"))
+    table2 = {r["run"]: r for r in rows if r["table"] == "domainsum_table2_genre"}
+    assert set(table2) == {name, f"{name} (chat)"} and len(rows) == 2  # SmolLM2 is no model of the paper's
+    md = (out / "report.md").read_text(encoding="utf-8")
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    for system, label in ((name, "plain"), (f"{name} (chat)", "chat")):
+        row = table2[system]
+        assert (row["comparable"], row["benchmark"], row["paper_table"]) == (False, "domainsum", "Table 2")
+        found = {d["field"]: d for d in row["differences"]}
+        bert = [d for f, d in found.items() if "encoder" in f.lower() or "bertscore" in f.lower()]
+        assert {(d["run"], d["paper"]) for d in bert} >= {("all-MiniLM-L6-v2", encoder["encoder"]),
+                                                          (6, encoder["layer"])}, row
+        docs = [d for f, d in found.items() if "document" in f or "test" in f]
+        logged = len(pair["samples"][label])  # the documents the run scored, from its samples file
+        assert [(d["run"], d["paper"]) for d in docs] == [(logged, protocol["documents"]["count"])], row
+        sentence = row["sentence"]
+        for part in (f"{logged} of {protocol['documents']['count']} test documents",
+                     f"encoder all-MiniLM-L6-v2 layer 6 (paper: {encoder['encoder']} layer {encoder['layer']})"):
+            assert part in sentence, (part, sentence)
+        cell = f"✗ {sentence}"
+        assert re.search(rf"^\| {re.escape(system)} \| this run \|[^\n]*\| {re.escape(cell)} \|$", md, flags=re.M)
+        assert re.search(rf"<tr><td[^>]*>{re.escape(system)}</td><td>this run</td>(?:<td[^>]*>[^<]*</td>)*?"
+                         rf"<td[^>]*>{re.escape(cell)}</td></tr>", page), system
 
 
 def test_every_comparison_has_a_verdict_sentence_that_agrees(pair):

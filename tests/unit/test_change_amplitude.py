@@ -9,7 +9,8 @@ import math
 import pytest
 
 from lm_eval_tasks.analysis.amplitude import amplitude, control_ability, figure4
-from lm_eval_tasks.report.paper_tables import AMPLITUDE_FILE, ccsbench_figure4, terms
+from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
+from lm_eval_tasks.report.paper_tables import ccsbench_figure4, terms
 
 
 def docs(pcc, mad, sr, fkgl, focus=None):
@@ -85,7 +86,7 @@ def test_figure4_hand_computed_layout_and_null_count():
 def test_report_renders_figure4_with_nulls(tmp_path):
     base = control_ability(ORIGINAL)
     fig = figure4(base, {"readability": control_ability(READABILITY)})
-    (tmp_path / AMPLITUDE_FILE).write_text(json.dumps(
+    (tmp_path / STUDY_FILE).write_text(json.dumps(
         {"n": 4, "seed": 42, "task": "ccsbench_compositional", "figure4": fig, "undefined": fig["undefined"],
          "undefined_cells": fig["undefined_cells"]}))
     (table,) = ccsbench_figure4([str(tmp_path), str(tmp_path / "elsewhere")])
@@ -100,6 +101,6 @@ def test_report_renders_figure4_with_nulls(tmp_path):
 def test_report_refuses_a_broken_amplitude_file(tmp_path):
     from lm_eval_tasks.results import ResultsError
 
-    (tmp_path / AMPLITUDE_FILE).write_text('{"n": 2}')
+    (tmp_path / STUDY_FILE).write_text('{"n": 2}')
     with pytest.raises(ResultsError, match="not a change-amplitude result"):
         ccsbench_figure4([str(tmp_path)])

@@ -186,3 +186,44 @@ def test_domain_order_follows_the_catalogue_by_level():
         ["base", "cnndm", "wapo", "law", "zz_custom"]
     assert cd.group_of("domainsum", "zz_custom") == "other"
     assert cd.group_of("adapteval", "arxiv") == "adapteval"
+
+
+def test_published_table6_beside_each_pair(cross_root, tmp_path):
+    """Every train -> test pair and metric of DomainSum Table 6 the matrices hold gets the
+    paper's values (each of its models, score and Δ) beside the user's cell, cited, with the
+    differences named: the model fine-tuned (the same checkpoint as BART's row here, not
+    Llama's) and the documents scored (the results file's n-samples) against the paper's 500."""
+    from lm_eval_tasks.report import published
+
+    root, files = cross_root
+    data = json.loads(files["cnndm"].read_text())
+    data["config"]["model_args"] = "pretrained=facebook/bart-base,peft=/ckpt"
+    data["n-samples"] = {"domainsum_pubmed": {"original": 500, "effective": 24}}
+    files["cnndm"].write_text(json.dumps(data))
+    out = tmp_path / "out"
+    assert cross_domain_main([str(root), "--out", str(out), "--no-plots"]) == 0
+    records = json.loads((out / "cross_domain.json").read_text())["published"]
+    paper = json.loads(published.data_file("domainsum").read_text(encoding="utf-8"))
+    expected = [v for v in paper["values"] if v["table"] == "Table 6" and (v["training_subset"], v["subset"])
+                in {(s, t) for s, t in shared.CELLS if s != t}]
+    assert expected and len(records) == len(expected)
+    md = (out / "cross_domain.md").read_text()
+    for r in records:
+        v = next(v for v in expected if (v["row"], v["column"], v["setting"]) == (r["row"], r["column"], r["setting"]))
+        assert r["published"] == v["value"] and r["cite"] == f"DomainSum Table 6, row {v['row']}, column {v['column']}"
+        key = {"ROUGE": "rouge_geo", "BERTScore": "bertscore_f1"}[v["metric"]]
+        source, target = v["training_subset"], v["subset"]
+        cell = harness_value(files[source], f"domainsum_{target}", key)
+        in_domain = harness_value(files[target], f"domainsum_{target}", key)
+        want = 100 * cell if v["setting"] == cd.CELL_SETTING else 100 * (cell - in_domain)
+        assert r["run_value"] == pytest.approx(want)
+        diffs = {d["field"]: d for d in r["differences"]}
+        assert r["comparable"] is False
+        if (source, target) == ("cnndm", "pubmed"):
+            assert diffs["test documents"] == {"field": "test documents", "run": 24, "paper": 500}
+            assert ("model" in diffs) == (v["model"] != "BART")
+            assert f"24 of 500 {'test documents'}" in r["sentence"]
+        else:
+            assert diffs["model"]["run"] == "gpt2" and diffs["test documents"]["run"] == {
+                "unknown": "not recorded in the run's results file"}
+        assert f"{v['value']:.2f} (published)" in md and r["sentence"] in md

@@ -88,6 +88,15 @@ def test_readme_install_and_test_lines_are_what_ci_runs():
     assert [s for s in shown if s in steps] == steps, "README's install/test lines differ from .ci/run"
 
 
+def test_readme_says_which_torch_build_each_machine_gets():
+    """``pip install torch==2.13.0`` from PyPI on Linux is the CUDA build; README says so and
+    gives CPU-only machines PyTorch's CPU wheel index (its install lines stay what CI runs)."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "installs a CPU build" not in text
+    assert "From PyPI on Linux, `pip install torch==2.13.0` installs the CUDA build" in text
+    assert "`pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`" in text
+
+
 def test_readme_shows_the_two_commands():
     text = README.read_text(encoding="utf-8")
     assert "lm_eval --model hf" in text and "--include_path lm_eval_tasks --tasks" in text
@@ -145,3 +154,15 @@ def test_relative_links_resolve(page):
         elif anchor and target.suffix == ".md" and anchor not in _anchors(target.read_text(encoding="utf-8")):
             broken.append(f"{link} (no such heading)")
     assert not broken, f"{page.relative_to(ROOT)}: {broken}"
+
+
+def test_docs_give_the_thread_and_batch_size_figures():
+    """The figures a CPU user and a GPU user need before their first run: threads on a busy
+    CPU, and what ``--batch_size auto`` probes on a large window."""
+    running = " ".join((ROOT / "docs" / "running.md").read_text(encoding="utf-8").split())
+    trouble = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+    for text in (running, trouble):
+        assert "`OMP_NUM_THREADS=1`" in text and "242 s" in text and "25 s" in text
+    assert "batch 40 at 136.9 of 140 GiB" in running and "after 100 s" in running and "131,072" in running
+    assert "`--model local-completions`" in running and "`--model vllm`" in running
+    assert "the `max_length` to pass" in running and "`max_length` the run prints before generation" in trouble

@@ -317,3 +317,44 @@ def test_group_by_defaults():
     assert stats.select(args.benchmark, args.level, args.subsets, args.group_by) == [("domainsum", d) for d in stats.LEVELS["genre"]]
     args = ds.parse_args(["--benchmark", "adapteval"])
     assert stats.select(args.benchmark, args.level, args.subsets, args.group_by) == [("adapteval", d) for d in ("arxiv", "pubmed", "govreport")]
+
+
+def test_published_table5_beside_each_domain(genre_run, fixture_data_dir):
+    """Every DomainSum domain measured gets the paper's Table 5 value of each measure beside
+    its own (on the paper's scale), cited, with the differences in protocol named: the pairs
+    measured against the count the paper does not state, the split and the tokenizer."""
+    from lm_eval_tasks.report import published
+
+    data = json.loads(published.data_file("domainsum").read_text(encoding="utf-8"))
+    table5 = {(v["subset"], v["measure"]): v for v in data["values"] if v["table"] == "Table 5"}
+    payload = json.loads((genre_run / "domain_stats.json").read_text())
+    records = payload["published"]
+    assert {(r["label"].split()[0]) for r in records} == set(stats.LEVELS["genre"])
+    assert len(records) == len(stats.LEVELS["genre"]) * len(MEASURES)
+    md = (genre_run / "domain_stats.md").read_text()
+    for r in records:
+        domain = r["label"].split()[0]
+        value = next(v for (s, _), v in table5.items() if s == domain and v["column"] == r["column"])
+        assert r["published"] == value["value"] and r["cite"] == f"DomainSum Table 5, row {value['row']}, " \
+                                                              f"column {value['column']}"
+        scale = data["metrics"][value["metric"]]["scale"]
+        assert r["run_value"] == payload["domains"][domain][value["measure"]] * scale
+        n = len(load_split("domainsum", domain, "test", data_dir=fixture_data_dir))
+        diffs = {d["field"]: d for d in r["differences"]}
+        assert diffs["test documents"]["run"] == n and "unknown" in diffs["test documents"]["paper"]
+        assert diffs["document split"]["run"] == "test"
+        assert diffs[f"{value['metric']} tokenizer"]["run"] == "nltk"
+        assert r["comparable"] is False and "measure definitions" in r["checked"]
+        assert "measure definitions" not in diffs  # the domainsum profile is the paper's
+        assert f"| {domain} {r['column']} | " in md and f"{value['value']:.2f} (published)" in md
+        assert f"✗ not comparable: {n} test documents (paper: not stated" in md
+
+
+def test_newsroom_profile_is_a_named_difference(fixture_data_dir, tmp_path):
+    out = tmp_path / "nr"
+    assert ds.main(["--subsets", "cnndm", "--profile", "newsroom", "--tokenizer", "nltk", "--data-dir",
+                    str(fixture_data_dir), "--out", str(out), "--workers", "1", "--quiet", "--no-plots"]) == 0
+    records = json.loads((out / "domain_stats.json").read_text())["published"]
+    assert records and all({"field": "measure definitions", "run": "newsroom profile",
+                            "paper": "the DomainSum release's (profile domainsum)"} in r["differences"]
+                           for r in records)

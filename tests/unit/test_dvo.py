@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from custom_metrics.families.dvo import (
+    DVO,
     DEFAULT_VOCAB_DIR,
     VocabularyBuilder,
     VocabularyError,
@@ -269,3 +270,15 @@ def test_bench_corpus_is_exactly_counted():
     assert +VocabularyBuilder(max_chunks=500).add_many(docs).counts() == +naive
     top = build_vocabulary(docs, size=50)
     assert len(top) == 50 and not set(top) & ENGLISH_STOPWORDS
+
+
+def test_the_run_records_the_vocabulary_and_its_size(tmp_path):
+    """What a harness run records about DVO (the family's ``describe``): the file and its number
+    of words, against which a paper's "top 10k words" is checked (report/protocol.py)."""
+    from lm_eval_tasks.scoring_context import family_context
+
+    words = [("protein", 9), ("cell", 4), ("dose", 2)]
+    path = write_vocabulary(vocabulary_path("adapteval", "pubmed", tmp_path, must_exist=False), words)
+    ctx = family_context("dvo", {"vocab_dir": str(tmp_path)}, benchmark="adapteval", subset="pubmed")
+    described = DVO.describe(ctx)
+    assert described["vocabulary_used"] == str(path) and described["vocabulary_words"] == len(words)

@@ -72,3 +72,46 @@ def test_optional_pieces_fall_back_with_a_notice(capsys):
     cfg = resolve_config({"task": TASK, "base": "b", "output": "o", "preset": "domainsum", "load_in_8bit": "true"})
     with pytest.raises(ConfigError, match="need bitsandbytes and a CUDA"):
         resolve_quantisation(cfg, {})
+
+
+def test_baseline_takes_the_base_runs_given_settings_and_says_what_to_compare_with(tmp_path):
+    """The latest run of the task by the base model itself (not an adapter, not another model);
+    the settings it was given (metadata, environment), not what a scorer recorded it used, nor a
+    folder setting; a run with a chat template is named as not like-for-like."""
+    import json
+
+    from finetune.baseline import compare_line, read_baseline
+    from finetune.errors import ConfigError
+
+    def write(name: str, stamp: str, model_args: str, chat: str | None, meta: dict) -> Path:
+        path = tmp_path / "runs" / name / f"results_{stamp}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"results": {"domainsum_samsum": {"rouge1,none": 0.2}},
+                                    "config": {"model": "hf", "model_args": model_args}, "chat_template": chat,
+                                    "configs": {"domainsum_samsum": {"metadata": meta}}}))
+        return path
+
+    given = {"data_dir": "/data", "bertscore_model": "/minilm", "bertscore_layers": 6, "pretrained": "base",
+             "rouge_stemming": False, "generation_journal": "/j", "score_cache_dir": "/c",
+             "settings_used": {"bertscore_model": {"value": "/minilm", "from": "metadata"},
+                               "bertscore_layers": {"value": 6, "from": "metadata"},
+                               "rouge_stemming": {"value": None, "from": "default"},
+                               "bertscore_batch_size": {"value": 8, "from": "environment"}}}
+    older = write("base", "2025-01-01T00-00-00.000001", "pretrained=base", None, given)
+    write("base", "2025-02-01T00-00-00.000001", "pretrained=base,peft=/adapter", None, given)
+    write("other", "2025-03-01T00-00-00.000001", "pretrained=other", None, given)
+    found = read_baseline(tmp_path / "runs", "domainsum_samsum", "base")
+    assert found.results_file == older and not found.chat_template
+    assert found.settings == {"data_dir": "/data", "bertscore_model": "/minilm", "bertscore_layers": 6,
+                              "bertscore_batch_size": 8}
+    assert compare_line("CMD", found) == (f"compare it with the base model's run in {older} (no chat template, as "
+                                          f"in training)")
+    chat = write("base", "2025-04-01T00-00-00.000001", "pretrained=base", "{{ messages }}", given)
+    found = read_baseline(tmp_path / "runs", "domainsum_samsum", "base")
+    assert found.results_file == chat and found.chat_template
+    assert compare_line("CMD", found) == (f"the base model's run in {chat} used a chat template, which training did "
+                                          f"not: for a like-for-like baseline evaluate the base model without one: CMD")
+    assert compare_line("CMD", None).startswith("compare it with the base model evaluated without a chat template, "
+                                                "as training used none (and with the same --metadata as above): CMD; ")
+    with pytest.raises(ConfigError, match=r"^--baseline .*: no results of task 'domainsum_cnndm' by the base model base"):
+        read_baseline(tmp_path / "runs", "domainsum_cnndm", "base")

@@ -132,3 +132,64 @@ def test_scatter_needs_a_finite_pair(tmp_path):
     assert not (tmp_path / "s.png").exists()
     fig = plots.scatter_figure("t", [("a", [1, 2, 3], [1, 2, 2]), ("b", [1, 2], [2, 1])])
     assert [ax.get_title() for ax in fig.axes if ax.axison] == ["a", "b"]
+
+
+def test_command_puts_medqsum_published_correlations_beside_the_run(tmp_path):
+    """medqsum Tables 3 and 5 beside the run's global Pearson r (x100) of the same metric,
+    aspect and annotator: the published cell as the data file has it, the run's value
+    recomputed from the inputs, and the check naming the samples and pairs counted here."""
+    import json
+
+    import numpy as np
+
+    out = tmp_path / "med"
+    rc = meta_eval_command.main([str(FIX / "medqsum_scores.csv"), "--ratings", str(FIX / "medqsum_ratings.csv"),
+                                 "--out", str(out), "--bootstrap", "0", "--no-progress"])
+    assert rc == 0
+    records = json.loads((out / "summary.json").read_text(encoding="utf-8"))["published"]
+    data = json.loads((Path(__file__).resolve().parents[2] / "lm_eval_tasks" / "report" / "published"
+                       / "medqsum.json").read_text(encoding="utf-8"))
+    scores = pd.read_csv(FIX / "medqsum_scores.csv")
+    ratings = pd.read_csv(FIX / "medqsum_ratings.csv", keep_default_na=False)
+    metrics = [c for c in scores.columns if c not in ("doc_id", "system")]
+    # every metric column x 3 per-summary aspects x 2 annotators x Tables 3 and 5
+    assert len(records) == len(metrics) * 3 * 2 * 2
+    assert {r["table"] for r in records} == {"Table 3", "Table 5"}
+    for r in records:
+        cell = [v for v in data["values"] if (v["table"], v["row"], v["column"]) == (r["table"], r["row"], r["column"])]
+        assert len(cell) == 1 and r["published"] == cell[0]["value"], r["cite"]
+        metric, _, rest = r["label"].partition(" vs ")
+        aspect, _, who = rest.partition(", annotator ")
+        assert (cell[0]["scored_metric"], cell[0]["aspect"], f"ann{cell[0]['annotator']}") == (metric, aspect, who)
+        mine = ratings[(ratings["annotator"] == who) & (ratings["aspect"] == aspect)][["doc_id", "system", "rating"]]
+        pairs = scores.merge(mine, on=["doc_id", "system"])[[metric, "rating"]].astype(float).dropna()
+        assert r["run_value"] == pytest.approx(np.corrcoef(pairs[metric], pairs["rating"])[0, 1] * 100, abs=1e-9)
+        diffs = {d["field"]: d for d in r["differences"]}
+        assert diffs["correlation pairs"]["run"] == len(pairs) == 24
+        assert diffs["test documents"]["run"] == scores["doc_id"].nunique() and diffs["test documents"]["paper"] == 500
+        assert diffs["correlation function"]["run"] == "pearson" and "unknown" in diffs["correlation function"]["paper"]
+        if metric.startswith("bertscore"):
+            assert "unknown" in diffs["correlation bertscore_encoders"]["paper"]
+        assert r["comparable"] is False and f"{len(pairs)} (paper: every (sample, summary) pair" in r["sentence"]
+    first = records[0]
+    md = (out / "meta_eval.md").read_text(encoding="utf-8")
+    assert f"{first['published']:.2f} (published)" in md and first["cite"] in md and first["sentence"] in md
+    page = " ".join(_parse(out / "meta_eval.html").text)
+    assert "Beside the published correlations" in page and f"{first['published']:.2f} (published)" in page
+    assert first["sentence"] in page
+
+
+def test_no_medqsum_correlations_beside_another_study(tmp_path):
+    """Another study's release, or a run naming another benchmark, gets no medqsum value beside it."""
+    import json
+
+    out = tmp_path / "se"
+    assert meta_eval_command.main([str(FIX / "summeval_aligned.jsonl"), "--format", "summeval", "--out", str(out),
+                                   "--bootstrap", "0", "--no-progress"]) == 0
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["published"] == []
+    other = tmp_path / "other"
+    assert meta_eval_command.main([str(FIX / "medqsum_scores.csv"), "--ratings", str(FIX / "medqsum_ratings.csv"),
+                                   "--out", str(other), "--bootstrap", "0", "--no-progress",
+                                   "--benchmark", "domainsum"]) == 0
+    assert json.loads((other / "summary.json").read_text(encoding="utf-8"))["published"] == []
+    assert "Beside the published correlations" not in (other / "meta_eval.md").read_text(encoding="utf-8")

@@ -56,10 +56,34 @@ def test_an_existing_folder_is_not_replaced(tmp_path):
                              document_field="text", summary_field="gist"))
 
 
-def test_a_missing_field_names_file_line_and_field(tmp_path):
-    with pytest.raises(Exception, match=r"test.jsonl, line 1.*'body'"):
-        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=_data(tmp_path / "data"),
-                             document_field="body", summary_field="gist"))
+def test_a_field_in_no_record_is_said_once_with_the_fields_there(tmp_path):
+    """A field name no record has is one error for the file (not one bad line per record),
+    with the fields the records have and the close names, named as new-task's flag there
+    and as the record's field elsewhere; a field some records lack is still one bad line
+    each, naming file, line and field."""
+    from lm_eval_tasks.benchmarks.own_folder import _source
+    from lm_eval_tasks.data.records import BadLines
+    from lm_eval_tasks.data.user_files import FieldInNoRecord, read_split
+
+    data = _data(tmp_path / "data", n_test=30)
+    with pytest.raises(RecordError) as err:
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="body",
+                             summary_field="gist"))
+    assert str(err.value) == (f"{data / 'test.jsonl'}: none of its 30 record(s) has the field 'body' "
+                              f"(--document-field); their fields: text, gist")
+    source = _source(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                             summary_field="Gists"))
+    with pytest.raises(FieldInNoRecord) as err:
+        read_split(source, "train")
+    assert str(err.value) == (f"{data / 'train.jsonl'}: none of its 4 record(s) has the field 'Gists' "
+                              f"(summary_field); their fields: text, gist; did you mean 'gist'?")
+    lines = (data / "test.jsonl").read_text().splitlines()
+    lines[4] = json.dumps({"text": "a document without its summary"})
+    (data / "test.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(BadLines, match=r"test.jsonl, line 5: missing field 'gist'"):
+        write_folder(NewTask(name="legalx", out=tmp_path / "tasks", data=data, document_field="text",
+                             summary_field="gist"))
+    assert not (tmp_path / "tasks").exists()
 
 
 def test_every_bad_csv_row_is_one_problem_of_one_error_in_file_order(tmp_path):
@@ -102,6 +126,28 @@ def test_unknown_record_fields_and_families_name_the_close_ones(tmp_path):
                                         "domain": {**config["metadata"]["domain"], "families": [typed]}}}
         with pytest.raises(RecordError, match=f"unknown metric family '{typed}'; did you mean {meant}\\b"):
             spec_from_config(cased, "legalx.yaml")
+
+
+def test_a_setting_typed_into_the_yaml_is_an_error_naming_the_yaml(tmp_path):
+    """A mistyped setting in a task YAML's metadata is found where its folder is registered
+    (``domsum run`` before the model loads, every ``domsum`` command given the folder), in a
+    line naming the YAML, not ``--metadata``; a known setting of the wrong type too."""
+    done = _write(tmp_path)
+    yaml_path = done.out / "legalx.yaml"
+    text = yaml_path.read_text()
+    assert "  rouge_stemming: true" in text
+    yaml_path.write_text(text.replace("  rouge_stemming: true", "  rouge_stemmin: true"))
+    with pytest.raises(RecordError) as err:
+        register_folder(done.out)
+    assert str(err.value) == (f"task 'legalx' ({yaml_path}): metadata: unknown setting 'rouge_stemmin'; did you "
+                              f"mean 'rouge_stemming'? The settings are listed in docs/settings.md and in "
+                              f"lm_eval_tasks/settings.py.")
+    yaml_path.write_text(text.replace("  rouge_stemming: true", "  max_doc_words: 0"))
+    with pytest.raises(RecordError, match=rf"^task 'legalx' \({yaml_path}\): metadata: setting 'max_doc_words' "
+                                          r"\(metadata 'max_doc_words'\) must be >= 1, got 0$"):
+        register_folder(done.out)
+    yaml_path.write_text(text)
+    assert {s.name for s in register_folder(done.out)} == {"legalx", "legalx_2shot"}
 
 
 def test_a_suite_name_cannot_be_taken(tmp_path):

@@ -31,7 +31,7 @@ def test_one_system_is_one_system(tmp_path, capsys):
     assert re.search(r"<p class=\"meta\">1 run of 1 system\s+\(org/only-model\)", text)
     assert "1 systems" not in text and "1 runs" not in text
     # the scores table and DomainSum Table 2's layout (the paper's rows beside the one system)
-    assert re.search(r"report: \S+ \(2 tables, 0 figures; 8 more files under ", capsys.readouterr().err)
+    assert re.search(r"report: \S+ \(2 tables, 0 figures; 9 more files under ", capsys.readouterr().err)
 
 
 def test_contents_are_numbered_and_link_to_the_tables(tmp_path):
@@ -43,7 +43,10 @@ def test_contents_are_numbered_and_link_to_the_tables(tmp_path):
     assert [int(n) for n, _ in entries] == list(range(1, len(entries) + 1))
     ids = re.findall(r' id="([^"]+)"', text)
     assert len(ids) == len(set(ids)) and {a for _, a in entries} == set(ids)
-    assert [a for _, a in entries][-2:] == ["figures", "runs"] and entries[0][1] == "definitions"
+    # the results first (the verdicts, then the tables), the glossary last
+    anchors = [a for _, a in entries]
+    assert anchors[:3] == ["results", "verdicts", "domainsum_table2_genre"]
+    assert anchors[-3:] == ["figures", "runs", "definitions"]
 
 
 def test_the_page_defines_its_metric_columns_and_verdicts(tmp_path):

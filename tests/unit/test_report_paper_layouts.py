@@ -64,10 +64,11 @@ def ccs() -> dict:
 def test_ccsbench_table4_follows_the_papers_columns(ccs):
     t = ccs["ccsbench_table4"]
     assert t.header == ["System", "Source", "Setting", "Quality ROUGE-L", "Length PCC", "Length MAD", "Keywords SR",
-                        "Readability Fnormal", "Readability Fhigh", "Readability Δ", "Focus F1"]
+                        "Readability Fnormal", "Readability Fhigh", "Readability Δ", "Focus F1",
+                        "Protocol vs the paper"]
     zero = _row(t, "flan-t5-xxl", "0-shot")
     # ROUGE-L x100 as the paper prints it, the other columns as fractions / grades, two decimals
-    assert list(zero.values())[3:] == ["18.73", "0.51", "0.70", "0.91", "14.20", "12.05", "2.15", "0.63"]
+    assert list(zero.values())[3:-1] == ["18.73", "0.51", "0.70", "0.91", "14.20", "12.05", "2.15", "0.63"]
     three = _row(t, "flan-t5-xxl", "3-shot")
     assert (three["Quality ROUGE-L"], three["Length PCC"], three["Focus F1"]) == ("20.00", "0.30", "n/a")
     tuned = _row(t, "flan-ccs", "fine-tuned")
@@ -81,11 +82,12 @@ def test_ccsbench_table4_published_rows_are_the_papers(ccs):
     assert len(rows) == 17 and rows[0]["System"] == "A1 Flan-T5-XL (published)"
     # the paper's B2 row, as printed: | B2 | Flan-T5-XXL | ED | 23.43 | 0.78 | 0.27 | 0.85 | 14.40 | 10.78 | 3.62 | 0.75 |
     b2 = next(r for r in rows if r["System"] == "B2 Flan-T5-XXL (published)")
-    assert list(b2.values())[3:] == ["23.43", "0.78", "0.27", "0.85", "14.40", "10.78", "3.62", "0.75"]
+    assert list(b2.values())[3:-1] == ["23.43", "0.78", "0.27", "0.85", "14.40", "10.78", "3.62", "0.75"]
+    assert b2["Protocol vs the paper"] == "—"  # a published row is the paper's protocol
     assert b2["Source"] == "CCSBench Table 4, LLMs w/ Parameter-Efficient Fine-Tuning, row B2 Flan-T5-XXL"
     for r in rows:
         name = r["System"].removesuffix(" (published)")
-        for column in t.header[3:]:
+        for column in t.header[3:-1]:
             assert float(r[column]) == paper.one(table="Table 4", row=name, column=column)["value"]
     # this run's rows come first and are never marked published
     assert all(r[1] == "this run" for r in t.rows[:3])
@@ -95,10 +97,10 @@ def test_ccsbench_table5_reads_single_tasks_and_the_compositional_one(ccs):
     t = ccs["ccsbench_table5"]
     single = _row(t, "flan-t5-xxl (Single)", "0-shot")
     composed = _row(t, "flan-t5-xxl (Compositional)", "0-shot")
-    assert list(single.values())[3:] == ["4.00", "0.88", "0.25", "0.87", "0.90"]
-    assert list(composed.values())[3:] == ["2.15", "0.51", "0.70", "0.91", "0.63"]
+    assert list(single.values())[3:-1] == ["4.00", "0.88", "0.25", "0.87", "0.90"]
+    assert list(composed.values())[3:-1] == ["2.15", "0.51", "0.70", "0.91", "0.63"]
     published_single = _row(t, "Single (published)", "fine-tuned")
-    assert list(published_single.values())[3:] == ["4.66", "0.89", "0.23", "0.88", "0.92"]
+    assert list(published_single.values())[3:-1] == ["4.66", "0.89", "0.23", "0.88", "0.92"]
 
 
 def test_adapteval_table3_in_the_papers_units():
@@ -119,7 +121,7 @@ def test_adapteval_table3_in_the_papers_units():
         assert r["Science DVO"] == f"{v:.2f}"
     # Table 3's Llama2 70b zero-shot row as printed: 0.842 35.50 24.59 0.837 35.22 23.35 0.855 36.05 21.48
     row = _row(t, "Llama2 70b (published)", "0-shot")
-    assert list(row.values())[3:] == "0.842 35.50 24.59 0.837 35.22 23.35 0.855 36.05 21.48".split()
+    assert list(row.values())[3:-1] == "0.842 35.50 24.59 0.837 35.22 23.35 0.855 36.05 21.48".split()
 
 
 def test_each_benchmarks_citation_once_under_its_first_table(ccs):
@@ -143,3 +145,25 @@ def test_no_layout_without_runs_and_terms_defined(ccs):
         paper = published.load(layout.benchmark)
         for column in layout.columns:
             assert paper.find(table=layout.table, column=column.header), (layout.name, column.header)
+
+
+def test_each_run_of_a_row_is_checked_on_the_cells_it_fills(ccs):
+    """CCSBench Table 5's Single row reads four tasks: only the focus task fills the judged
+    F1 cell, so only it is checked against the paper's focus judge (which the paper names
+    twice: GPT-4 and GPT-4o); runs without a samples file have no document count."""
+    t = ccs["ccsbench_table5"]
+    [single] = [r for r in t.paper_rows if r["run"] == "flan-t5-xxl (Single)"]
+    assert single["comparable"] is False and single["paper_table"] == "Table 5"
+    assert single["subsets"] == ["readability", "length", "keywords", "focus"]
+    judge = [d for d in single["differences"] if d["field"] == "F1 judge model"]
+    paper = published.load("ccsbench").protocols["Table 5"]
+    assert judge == [{"field": "F1 judge model", "run": {"unknown": "not recorded in the run's results file"},
+                      "paper": paper["metrics"]["F1"]["judge_model"], "where": "focus 0-shot"}]
+    # no run logged samples, and the paper states no size: one difference, shared by every run
+    docs = [d for d in single["differences"] if d["field"] == "test documents"]
+    assert docs == [{"field": "test documents", "run": {"unknown": "not recorded in the run's results file"},
+                     "paper": paper["documents"]["count"]}]
+    # the page says it beside the row
+    row = _row(t, "flan-t5-xxl (Single)", "0-shot")
+    assert row["Protocol vs the paper"] == "✗ " + single["sentence"]
+    assert "F1 judge model not recorded (paper: not stated: Section 4.2 names GPT-4" in single["sentence"]

@@ -12,12 +12,14 @@ import stat
 from types import SimpleNamespace
 from urllib.parse import quote
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from custom_metrics import secrets
-from custom_metrics.cells import csv_cell, csv_text, markdown_table, md_escape
+from custom_metrics.cells import csv_cell, csv_text, frame_csv, markdown_table, md_escape, md_text
 from custom_metrics.judge import JudgeConfig, JudgeConfigError
 from custom_metrics.outputs import OutputExistsError, claim, output_folder, write_atomically
 
@@ -49,6 +51,22 @@ def test_plain_numbers_stay_numbers(number):
 @pytest.mark.parametrize("name", ["=SUM(1+1)", "+cmd", "-2+3", "@A1", "\t=1", "\r=1", "  =1", "=HYPERLINK(\"x\")"])
 def test_formulas_are_quoted(name):
     assert csv_cell(name) == "'" + name
+
+
+def test_a_frame_is_neutralised_cell_by_cell_whatever_its_dtype(tmp_path):
+    """pandas 3 keeps text in ``str`` columns, not ``object`` ones: a metric named ``+cmd``
+    in such a column once reached meta-eval's CSVs as a formula."""
+    df = pd.DataFrame({"metric": pd.Series(["+cmd", "-x"], dtype="str"), "=r": [0.5, float("nan")],
+                       "n": [3, -4], "note": pd.Series(["@a", None], dtype=object)})
+    df.index = pd.Index(["=a", "b"], dtype="str", name="system")
+
+    def back(path):
+        with open(path, newline="", encoding="utf-8") as fh:
+            return list(csv.reader(fh))
+
+    assert back(frame_csv(df, tmp_path / "a.csv")) == [
+        ["system", "metric", "'=r", "n", "note"], ["'=a", "'+cmd", "0.5", "3", "'@a"], ["b", "'-x", "", "-4", ""]]
+    assert back(frame_csv(df, tmp_path / "b.csv", index=False))[1] == ["'+cmd", "0.5", "3", "'@a"]
 
 
 # ------------------------------------------------------------------ Markdown cells
@@ -86,6 +104,39 @@ def test_md_escape_leaves_no_unescaped_pipe_or_line_break(text):
     out = md_escape(text)
     assert not any(ch in out for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
     assert len(_cells(f"| {out} |")) == 1
+
+
+#: a CommonMark parser with tables; like most Markdown viewers it passes inline HTML through
+COMMONMARK = MarkdownIt("commonmark").enable("table")
+HOSTILE = ["x|<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "a\\<b>", "&lt;img src=x&gt;",
+           "<http://x.example>", "R&D \\| team"]
+
+
+def _html(text: str) -> list[str]:
+    """The raw HTML a Markdown viewer would pass through from ``text``."""
+    found = []
+    for tok in COMMONMARK.parse(text):
+        found += [tok.content] if tok.type == "html_block" else []
+        found += [c.content for c in tok.children or [] if c.type == "html_inline"]
+    return found
+
+
+def _inline_texts(text: str) -> list[str]:
+    return ["".join(c.content for c in tok.children) for tok in COMMONMARK.parse(text) if tok.type == "inline"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_name_reads_as_its_own_text_in_a_table_and_a_line(name):
+    table = markdown_table(["System", "ROUGE-1"], [[name, "12.50"]])
+    assert _html(table) == [] and _inline_texts(table) == ["System", "ROUGE-1", name, "12.50"]
+    line = f"1. no difference detected between {md_text(name)} and plain."
+    assert _html(line) == [] and _inline_texts(line) == [f"no difference detected between {name} and plain."]
+
+
+@given(st.lists(st.text(), min_size=1, max_size=4))
+def test_no_cell_or_line_passes_html_through(texts):
+    assert _html(markdown_table([f"h{i}" for i in range(len(texts))], [texts])) == []
+    assert _html("\n\n".join(f"- {md_text(t)}" for t in texts)) == []
 
 
 # ------------------------------------------------------------------ masking
