@@ -243,8 +243,10 @@ def _rows() -> list[Setting]:
         S("judge_base_url", "OPENAI_BASE_URL", str, None,
           "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge"),
         S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", _int, judge["concurrency"].default,
-          "Judge requests in flight, fixed; unset = adapted per batch: starts at 8, grows while answers "
-          "stay near the fastest latency, halves on 429/503/timeouts (at most 64).", "judge", low=1),
+          "Judge requests in flight, fixed; unset = adapted per batch: starts at 8 (16 when 0.1 s pass "
+          "without an answer), grows while answers stay near the fastest latency, trimmed to twice the "
+          "server's width once a round trip shows a queue, halves on 429/503/timeouts (at most 64).",
+          "judge", low=1),
         S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge"),
         S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, judge["logprobs"].default,

@@ -40,16 +40,19 @@ Behaviour every caller relies on:
 * **Sizing (timeout and concurrency unset).** A fixed "8 in flight, 60 s each" times
   out on a CPU-served model (``transformers serve`` answers one request at a time) and
   leaves a batching server (vLLM) half idle. So when ``concurrency`` is None (the
-  default) a batch starts with ``START_CONCURRENCY`` requests in flight and adapts
-  (:mod:`~custom_metrics.judge.pacing`): more while answers come back near the fastest
-  latency seen, held when they slow down (a queue at the server), halved on 429/503 and
-  on timeouts of two different requests, at most ``AUTO_CONCURRENCY_MAX``. When
-  ``timeout`` is None, requests sent before any answer wait up to ``FIRST_TIMEOUT_S``;
-  then ``max(AUTO_TIMEOUT_FLOOR_S, AUTO_LATENCY_FACTOR * latency * in_flight)`` of the
-  first answer (the queue of a one-at-a-time server), raised to ``AUTO_LATENCY_FACTOR``
-  times the slowest answer seen, doubled on timeouts of two different requests. No answer at all within
-  the first wait stops the batch with a message naming ``judge_timeout`` /
-  ``DOMSUM_JUDGE_TIMEOUT``. A value that is set is used exactly as given (a set
+  default) a batch starts with ``START_CONCURRENCY`` requests in flight, doubled every
+  ``FIRST_WAVE_STEP_S`` until the first answer (to the batch's items, at most
+  ``FIRST_WAVE_MAX``), and adapts (:mod:`~custom_metrics.judge.pacing`): doubled each
+  round trip while answers come back near the fastest latency seen, held when they slow
+  down (a queue at the server), trimmed to twice the server's width once a round trip
+  of answers has shown its queue, halved on 429/503 and on timeouts of two different
+  requests, at most ``AUTO_CONCURRENCY_MAX``. When ``timeout`` is None, requests sent before any answer
+  wait up to ``FIRST_TIMEOUT_S``; then ``max(AUTO_TIMEOUT_FLOOR_S, AUTO_LATENCY_FACTOR *
+  latency * in_flight)`` of the first answer (the queue of a one-at-a-time server),
+  raised to ``AUTO_LATENCY_FACTOR`` times the slowest answer seen, doubled on timeouts
+  of two different requests; a wait that grows is given to the requests already in
+  flight too. No answer at all within the first wait stops the batch with a message
+  naming ``judge_timeout`` / ``DOMSUM_JUDGE_TIMEOUT``. A value that is set is used exactly as given (a set
   ``concurrency`` is the fixed number in flight, never moved). What each batch used
   is recorded in :attr:`JudgeStats.sizing`.
 * **Item failures** fail the item only (score None, counted by reason); only when the

@@ -12,9 +12,10 @@ timeout and requests in flight, and retries with backoff, each counted in
   heal by waiting.
 * A resizable slot pool (:class:`Slots`) bounds the requests in flight: judge
   endpoints rate-limit, and a local vLLM server batches best with a steady load.
-* Requests in flight, when unset, start at several and adapt to the answers' latency
-  and to 429/503/timeouts (:mod:`custom_metrics.judge.pacing`); an unset timeout follows
-  the slowest answer (package docstring, "Sizing"). No request goes alone to measure.
+* Requests in flight, when unset, start with a first wave that widens until the first
+  answer and adapt to the answers' latency and to 429/503/timeouts
+  (:mod:`custom_metrics.judge.pacing`); an unset timeout follows the slowest answer
+  (package docstring, "Sizing"). No request goes alone to measure.
 * Requests are posted as the JSON body they are (``client.post``, the ``openai``
   client's own way to call any endpoint, with its authentication, errors and
   timeouts) and replies read from the raw body into a dict. ``chat.completions.create``
@@ -28,6 +29,12 @@ timeout and requests in flight, and retries with backoff, each counted in
   minutes under a 5 s timeout. Across retries a request thus ends within
   ``(judge_max_retries + 1) x timeout`` plus its backoffs (each at most
   ``backoff_cap_s``, or a ``Retry-After`` up to 60 s), however the server behaves.
+  An unset timeout that grows (the first answer sizes it for the queue in flight, a
+  slower answer or timeouts raise it) moves the deadlines of the attempts already in
+  flight too, never earlier: they were sent under the same queue, and the first wave
+  (sent with :data:`~custom_metrics.judge.config.FIRST_TIMEOUT_S`, up to 16 at once)
+  would otherwise time out at the back of a slow one-at-a-time server's queue and be
+  paid for twice.
 * The API key comes from the configuration only (the settings resolver reads the
   environment); every error text passes :func:`custom_metrics.secrets.mask`.
 
@@ -208,6 +215,12 @@ class Client:
         self.slots = Slots(int(config.concurrency) if self.concurrency_set else conf.START_CONCURRENCY)
         self.pacer = Pacer(self.slots, config.concurrency)
         self.timed_out_requests: set[int] = set()  # requests that timed out in this generation
+        # the deadline of each attempt in flight, and when it was sent (loop time): moved when
+        # an unset timeout grows (module docstring)
+        self.deadlines: dict[asyncio.Timeout, float] = {}
+        self.posted = 0  # requests posted and not yet answered (the pacer's "posted")
+        self.last_post_at = 0.0  # loop time of the last request posted
+        self._widening: asyncio.TimerHandle | None = None  # the first wave's next widening
         self.request_ids = 0
         self.adaptations = 0
         self.calls_sent = 0
@@ -242,12 +255,36 @@ class Client:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
+        if self._widening is not None:
+            self._widening.cancel()
         if self.calls_sent:
             self.stats.sizing.append(self.sizing_record())
         if self.client is not None:
             await self.client.close()
 
     # ---- sizing (timeout and requests in flight)
+
+    def first_wave(self, requests: int) -> None:
+        """Open the batch's first wave for ``requests`` items and widen it every
+        :data:`~custom_metrics.judge.config.FIRST_WAVE_STEP_S` until the first answer
+        (:mod:`custom_metrics.judge.pacing`). Called in the event loop, before any request."""
+        self.pacer.first_wave(requests)
+        if self.pacer.widening:
+            self._widening = asyncio.get_running_loop().call_later(conf.FIRST_WAVE_STEP_S, self._widen)
+
+    def _widen(self) -> None:
+        """A step counts only once every request the bound lets out has been posted, from
+        the last of them (:mod:`custom_metrics.judge.pacing`: a client slow to send its
+        wave reads the first answer as late)."""
+        loop = asyncio.get_running_loop()
+        self._widening = None
+        if not self.pacer.widening:
+            return
+        wait = self.last_post_at + conf.FIRST_WAVE_STEP_S - loop.time()
+        if self.posted < self.slots.in_use or wait > 0:  # still sending, or sent less than a step ago
+            self._widening = loop.call_later(max(wait, conf.FIRST_WAVE_STEP_S / 5), self._widen)
+        elif self.pacer.widen():
+            self._widening = loop.call_later(conf.FIRST_WAVE_STEP_S, self._widen)
 
     def sizing_record(self) -> dict[str, Any]:
         """What this batch used, for :attr:`JudgeStats.sizing` and the results."""
@@ -257,12 +294,13 @@ class Client:
                 "timeout_s": round(self.timeout_s, 3), "timeout_source": "set" if self.timeout_set else "auto",
                 "start_concurrency": pacer.start, "max_concurrency": self.slots.limit,
                 "peak_concurrency": pacer.peak, "concurrency_decreases": pacer.decreases,
+                "concurrency_trims": pacer.trims,
                 "concurrency_source": "set" if self.concurrency_set else "auto",
                 "timeout_adaptations": self.adaptations}
 
-    def _answered_in(self, latency: float, saturated: bool) -> None:
+    def _answered_in(self, latency: float, saturated: bool, posted: int) -> None:
         first = not self.pacer.answered
-        self.pacer.on_answer(latency, saturated)
+        self.pacer.on_answer(latency, saturated, posted)
         if not self.timeout_set:
             # the first answer sizes the wait, for a queue as long as the requests in flight (a
             # one-at-a-time server answers the last of them that much later); a slower answer
@@ -270,7 +308,16 @@ class Client:
             queue = self.slots.limit if first else 1
             wait = min(conf.AUTO_TIMEOUT_MAX_S,
                        max(conf.AUTO_TIMEOUT_FLOOR_S, conf.AUTO_LATENCY_FACTOR * latency * queue))
-            self.timeout_s = wait if first else max(self.timeout_s, wait)
+            if first or wait > self.timeout_s:
+                self.timeout_s = wait if first else max(self.timeout_s, wait)
+                self._extend_deadlines()
+
+    def _extend_deadlines(self) -> None:
+        """The attempts in flight wait up to the current timeout from their start, never
+        less than they were given (module docstring, "A deadline per attempt")."""
+        for deadline, started in self.deadlines.items():
+            if not deadline.expired():  # one that fired is ending its attempt now
+                deadline.reschedule(max(deadline.when() or 0.0, started + self.timeout_s))
 
     def _congested(self, generation: int, status: int) -> None:
         """A 429 or 503: fewer requests at once, where unset (once per burst)."""
@@ -293,6 +340,7 @@ class Client:
         self.adaptations += 1
         if not self.timeout_set:
             self.timeout_s = min(conf.AUTO_TIMEOUT_MAX_S, self.timeout_s * 2)
+            self._extend_deadlines()
         if not self.pacer.on_congestion(generation):
             self.pacer.generation += 1  # a set concurrency: the timeout alone adapted
         log.warning("judge at %s: a request timed out after %g s; %s now sends %d request(s) at once, "
@@ -342,20 +390,33 @@ class Client:
                 raise
             # read under the slot: a request waiting for one gets the sizing of its time
             answered, generation, timeout = self.pacer.answered, self.pacer.generation, self.timeout_s
+            # an unset timeout may grow while the attempt is in flight: the HTTP client's own
+            # (per read) then waits as long as sizing ever allows, and the deadline decides
+            reads = timeout if self.timeout_set else max(timeout, conf.AUTO_TIMEOUT_MAX_S)
+            started = asyncio.get_running_loop().time()
+            deadline = asyncio.timeout_at(started + timeout)  # the whole attempt, every read included
             try:
                 t0 = time.monotonic()
                 try:
                     self.stats.http_calls += 1
                     self.calls_sent += 1
-                    async with asyncio.timeout(timeout):  # the whole attempt, every read included
-                        body = await self.client.post("/chat/completions", cast_to=bytes,
-                                                      body={"model": cfg.model, "messages": messages, **params},
-                                                      options={"timeout": timeout})
+                    async with deadline:
+                        self.deadlines[deadline] = started
+                        self.posted += 1
+                        posted, self.last_post_at = self.posted, started
+                        try:
+                            body = await self.client.post("/chat/completions", cast_to=bytes,
+                                                          body={"model": cfg.model, "messages": messages,
+                                                                **params},
+                                                          options={"timeout": reads})
+                        finally:
+                            del self.deadlines[deadline]
+                            self.posted -= 1
                         data = completion_dict(body)
                 finally:
                     saturated = self.slots.saturated()
                     self.slots.release()
-                self._answered_in(time.monotonic() - t0, saturated)
+                self._answered_in(time.monotonic() - t0, saturated, posted)
                 return data
             except openai.APIStatusError as exc:
                 if not retryable_status(exc.status_code):
@@ -368,6 +429,7 @@ class Client:
                     self._congested(generation, exc.status_code)
             except (openai.APITimeoutError, TimeoutError) as exc:
                 last, reason = exc, "timeout"
+                timeout = round((deadline.when() or started) - started, 3)  # as moved in flight
                 if not answered and not self.pacer.answered and not self.timeout_set:
                     # no answer at all yet, after the longest wait sizing allows: waiting again
                     # would only repeat it, for every item; stop the batch and say what to set

@@ -47,9 +47,13 @@ CACHE_FLUSH_WAIT_S = 1.0     # at a batch's end, answers not yet saved get this 
 FAIL_FAST_ITEMS = 3  # items failing for good, with no answer yet, that prove the endpoint down
 # Sizing when timeout / concurrency are unset (see the package docstring and
 # custom_metrics.judge.pacing).
-START_CONCURRENCY = 8        # requests in flight when a batch starts
+START_CONCURRENCY = 8        # requests in flight when a batch starts (its items at most) ...
+FIRST_WAVE_STEP_S = 0.1      # ... doubled each time this passes with all sent and no answer ...
+FIRST_WAVE_MAX = 16          # ... up to this (and the batch's items)
 AUTO_CONCURRENCY_MAX = 64    # the most pacing raises it to
 LATENCY_TOLERANCE = 1.5      # an answer within this x the fastest one: the server still has room
+QUEUE_GAIN = 2.0             # a round trip of queued answers trims the bound to this x the server's width
+QUEUE_FLOOR = 8              # ... never below this (a queue that covers the client's turnaround)
 CONGESTION_STATUSES = (429, 503)  # halve the requests in flight (once per burst)
 FIRST_TIMEOUT_S = 300.0      # a request sent before any answer of its batch waits up to this
 AUTO_TIMEOUT_FLOOR_S = 60.0  # a sized per-request timeout is never shorter

@@ -365,6 +365,7 @@ class BatchRun:
 
         self.n_items = len(requests)
         self.client.desc = desc
+        self.client.first_wave(self.n_items)
         bar = progress_bar(len(requests), desc, unit="item", enabled=self.config.progress,
                            min_total=conf.PROGRESS_MIN_ITEMS)
         tasks = [asyncio.ensure_future(self.score_item(list(m), s)) for m, s in zip(requests, scales)]

@@ -59,8 +59,9 @@ class JudgeStats:
     ``sizing``: per batch that sent requests, the per-request timeout and requests in
     flight it ended with (``start_concurrency``, ``peak_concurrency``), whether each was
     set or sized (``auto``), the fastest answer's seconds (``floor_latency_s``), how
-    often 429/503/timeouts halved the requests in flight (``concurrency_decreases``) and
-    how often timeouts doubled the wait (``timeout_adaptations``).
+    often 429/503/timeouts halved the requests in flight (``concurrency_decreases``), how
+    often a round trip of queued answers trimmed them to the server's width
+    (``concurrency_trims``) and how often timeouts doubled the wait (``timeout_adaptations``).
     """
 
     items: int = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import time
 from pathlib import Path
@@ -219,29 +220,51 @@ def test_transformers_serve_like_server_auto_mode_counts_everything():
     assert st.logprobs_fallbacks == 1 and st.accounted == st.items == 2
 
 
-def test_default_sizing_starts_several_in_flight_without_a_probe():
-    with StubJudgeServer(latency_s=0.05, time_limit_s=60) as srv:
+def test_default_sizing_starts_the_whole_batch_in_flight_without_a_probe():
+    """A batch smaller than the first wave's most goes out before the first answer: 8 at
+    once, the other 4 when the wave widens 0.1 s later (0.5 s a request: margin for a
+    loaded machine). Before, the other 4 waited for answers."""
+    assert judge_conf.START_CONCURRENCY < 12 <= judge_conf.FIRST_WAVE_MAX
+    with StubJudgeServer(latency_s=0.5, time_limit_s=60) as srv:
         res = judge_scores([req(f"p{i}") for i in range(12)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
     assert res.n_scored == 12
-    assert srv.arrivals_in_flight[:3] == [1, 2, 3]  # no request went alone to measure the latency
-    assert srv.max_in_flight >= judge_conf.START_CONCURRENCY
+    assert srv.arrivals_in_flight == list(range(1, 13))  # no request went alone to measure the latency
     (sizing,) = res.stats.sizing
     assert sizing["timeout_source"] == sizing["concurrency_source"] == "auto"
-    assert sizing["start_concurrency"] == judge_conf.START_CONCURRENCY <= sizing["peak_concurrency"]
-    assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.04 < sizing["floor_latency_s"] < 2
+    assert sizing["start_concurrency"] == 12 <= sizing["peak_concurrency"]
+    assert sizing["timeout_s"] == judge_conf.AUTO_TIMEOUT_FLOOR_S and 0.49 < sizing["floor_latency_s"] < 3
     assert sizing["requests"] == srv.received == 12 and sizing["concurrency_decreases"] == 0
     assert res.config["timeout"] == "auto" and res.config["concurrency"] == "auto"
 
 
-def test_pacing_fills_a_batching_server_beyond_the_start():
-    """16 slots, flat latency up to 16 in flight: answers stay near the fastest, so the
-    bound grows past its start until the server queues."""
-    with StubJudgeServer(latency_s=0.1, slots=16, time_limit_s=60) as srv:
-        res = judge_scores([req(f"b{i}") for i in range(96)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
-    assert res.n_scored == 96
+def test_the_first_round_trip_fills_a_batching_server():
+    """16 slots, 64 items, 0.5 s a request: the first wave (8, widened to 16 when 0.1 s
+    passes without an answer) reaches the server before any answer comes back, so no
+    slot idles after the first step. Counted at the server: before, the 9th request
+    was sent only after an answer, so at most 8 were in flight among the first 16
+    arrivals."""
+    start = judge_conf.FIRST_WAVE_MAX
+    assert start >= 16 > judge_conf.START_CONCURRENCY
+    with StubJudgeServer(latency_s=0.5, slots=16, time_limit_s=60) as srv:
+        res = judge_scores([req(f"w{i}") for i in range(64)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
+    assert res.n_scored == 64 and srv.received == 64
     (sizing,) = res.stats.sizing
-    assert sizing["peak_concurrency"] >= 16 and srv.max_in_flight >= 16
-    assert sizing["concurrency_decreases"] == 0 and srv.received == 96
+    assert sizing["start_concurrency"] == start and sizing["concurrency_decreases"] == 0
+    assert max(srv.arrivals_in_flight[:16]) == 16  # the old ramp: 8 at most
+
+
+def test_pacing_fills_a_batching_server_beyond_the_start():
+    """64 slots, flat latency up to 64 in flight, wider than the first wave: answers stay
+    near the fastest, so the bound grows past its start. (0.5 s a request: on a loaded
+    machine the client takes a good part of 0.2 s to post a wave of 32.)"""
+    start = judge_conf.FIRST_WAVE_MAX
+    with StubJudgeServer(latency_s=0.5, slots=64, time_limit_s=60) as srv:
+        res = judge_scores([req(f"b{i}") for i in range(3 * start)], (1, 5), cfg(srv, timeout=None, logprobs="on"))
+    assert res.n_scored == 3 * start
+    (sizing,) = res.stats.sizing
+    assert sizing["start_concurrency"] == start
+    assert sizing["peak_concurrency"] > start and srv.max_in_flight > start
+    assert sizing["concurrency_decreases"] == 0 and srv.received == 3 * start
 
 
 @pytest.fixture
@@ -259,24 +282,47 @@ def test_pacing_holds_against_a_one_at_a_time_server(slow_scale):
     assert res.n_scored == 30 and res.stats.failed == {} and res.stats.retries == 0
     (sizing,) = res.stats.sizing
     assert sizing["floor_latency_s"] >= 0.05
-    assert sizing["peak_concurrency"] <= judge_conf.START_CONCURRENCY + 2
+    # the wave widened (25 ms steps) until the first answer (50 ms)
+    assert judge_conf.START_CONCURRENCY <= sizing["start_concurrency"] <= 30
+    assert sizing["peak_concurrency"] <= sizing["start_concurrency"] + 2
     assert srv.max_in_flight <= sizing["peak_concurrency"]
     # the first answer sized the wait for the whole queue in flight, with margin
-    assert sizing["timeout_s"] >= judge_conf.AUTO_LATENCY_FACTOR * 0.05 * judge_conf.START_CONCURRENCY - 0.01
+    assert sizing["timeout_s"] >= judge_conf.AUTO_LATENCY_FACTOR * 0.05 * sizing["start_concurrency"] - 0.01
 
 
-def test_429s_of_one_burst_halve_the_requests_in_flight_once(server):
-    """Three 429s of one burst halve the bound once. Only the three items, so that no
-    other answer can raise the bound meanwhile (with five more items, the bound rose
-    to 5 whenever their answers came before the 429s or while retries waited for a slot)."""
+def test_the_first_wave_waits_for_the_queue_its_first_answer_shows(monkeypatch):
+    """8 at once against a one-at-a-time server, 0.1 s each, the first wait 0.4 s: the back
+    of the queue answers at 0.8 s. The first answer sizes the wait for a queue of 8
+    (3 x 0.1 x 8 = 2.4 s) and the requests already in flight get it too: none times out
+    and none is sent twice (before, those answering after 0.4 s timed out)."""
+    monkeypatch.setattr(judge_conf, "FIRST_TIMEOUT_S", 0.4)
+    monkeypatch.setattr(judge_conf, "AUTO_TIMEOUT_FLOOR_S", 0.4)
+    with StubJudgeServer(latency_s=0.1, serialize=True, time_limit_s=60) as srv:
+        res = judge_scores([req(f"f{i}") for i in range(8)], (1, 5),
+                           cfg(srv, timeout=None, max_retries=0, logprobs="on"))
+        received = srv.received
+    assert res.n_scored == 8 and res.stats.failed == {} and res.stats.retries == 0
+    assert received == res.stats.http_calls == 8
+    (sizing,) = res.stats.sizing
+    assert sizing["start_concurrency"] == 8 and sizing["timeout_adaptations"] == 0
+    assert sizing["timeout_s"] >= judge_conf.AUTO_LATENCY_FACTOR * 0.1 * 8 - 0.01
+
+
+def test_429s_of_one_burst_halve_the_requests_in_flight_once(server, caplog):
+    """Three 429s of one burst halve the bound once: the batch of 3 starts with 3 in
+    flight and goes on with 1. Read where it is said, not from the bound at the end: the
+    retries' answers, one at a time with others waiting, raise it again (+1 per round trip)."""
     for i in range(3):
         server.on(M(f"busy{i}"), Status(429, "slow down", retry_after=0), Text("4"))
     items = [req(f"busy{i}") for i in range(3)]
-    res = judge_scores(items, (1, 5), cfg(server, logprobs="on"))
+    with caplog.at_level(logging.INFO, logger="custom_metrics.judge.client"):
+        res = judge_scores(items, (1, 5), cfg(server, logprobs="on"))
     assert res.scores == [4.0] * 3 and res.stats.retries == 3
     (sizing,) = res.stats.sizing
-    assert sizing["concurrency_decreases"] == 1
-    assert sizing["max_concurrency"] == judge_conf.START_CONCURRENCY // 2
+    assert sizing["concurrency_decreases"] == 1 and sizing["start_concurrency"] == 3
+    halved = [r.getMessage() for r in caplog.records if "HTTP 429" in r.getMessage()]
+    assert len(halved) == 1 and "judge now sends 1 request(s) at once" in halved[0]
+    assert sizing["max_concurrency"] <= 3
 
 
 def test_set_values_are_used_as_given_and_timeouts_counted(slow_scale):
@@ -308,7 +354,8 @@ def test_set_timeout_with_paced_concurrency_halves_it_when_the_queue_times_out(s
         res = judge_scores([req(f"c{i}") for i in range(8)], (1, 5), cfg(srv, timeout=1.0, logprobs="on"))
     (sizing,) = res.stats.sizing
     assert sizing["timeout_s"] == 1.0 and sizing["timeout_source"] == "set"
-    assert sizing["concurrency_decreases"] >= 1 and sizing["max_concurrency"] < judge_conf.START_CONCURRENCY
+    assert sizing["start_concurrency"] == 8
+    assert sizing["concurrency_decreases"] >= 1 and sizing["max_concurrency"] < 8
     assert res.n_scored == 8 and res.stats.retries >= 2
 
 
@@ -332,7 +379,8 @@ def test_timeouts_of_two_requests_double_the_timeout_and_halve_concurrency(monke
     (sizing,) = res.stats.sizing
     assert sizing["timeout_adaptations"] == 1
     assert sizing["timeout_s"] == pytest.approx(0.6)
-    assert sizing["max_concurrency"] == judge_conf.START_CONCURRENCY // 2 and sizing["concurrency_decreases"] == 1
+    assert sizing["start_concurrency"] == 4
+    assert sizing["max_concurrency"] == 4 // 2 and sizing["concurrency_decreases"] == 1
 
 
 def test_no_answer_within_the_first_wait_stops_the_batch_and_names_the_settings(monkeypatch, server):

@@ -29,7 +29,7 @@ from helpers.judge_server import clear_judge_env
 
 from custom_metrics.judge.fm import FACETS, fm_scores
 from custom_metrics.judge import JudgeConfig, JudgeStats, judge_scores
-from custom_metrics.judge.config import AUTO_CONCURRENCY_MAX, AUTO_TIMEOUT_FLOOR_S, START_CONCURRENCY
+from custom_metrics.judge.config import AUTO_CONCURRENCY_MAX, AUTO_TIMEOUT_FLOOR_S, FIRST_WAVE_MAX
 from lm_eval_tasks.settings import judge_config
 
 N_SAMPLES = 3
@@ -76,7 +76,7 @@ def check_accounting(stats: JudgeStats | dict, logged: int) -> dict:
     for batch in st["sizing"]:
         assert batch["timeout_source"] == batch["concurrency_source"] == "auto"
         assert batch["floor_latency_s"] > 0 and batch["timeout_s"] >= AUTO_TIMEOUT_FLOOR_S
-        assert 1 <= batch["start_concurrency"] <= START_CONCURRENCY  # no serial probe: several from the start
+        assert 1 <= batch["start_concurrency"] <= FIRST_WAVE_MAX  # no serial probe: several from the start
         assert 1 <= batch["max_concurrency"] <= AUTO_CONCURRENCY_MAX
     assert sum(b["requests"] for b in st["sizing"]) == st["http_calls"]
     # the server answers one choice per request: each sampled reply lacks n - 1, asked one by one
