@@ -14,9 +14,10 @@ without touching the model. The configurations ``evaluate`` returns (a harness t
 beside the suite's included) are masked there too. What is masked, and how, is
 :mod:`custom_metrics.secrets`.
 
-Not covered: under plain ``lm_eval`` the harness logs ``--model_args`` at INFO when it
-builds the model, before it has loaded any task and so before any code of the suite has
-run; ``domsum run`` masks every log line from its start (docs/troubleshooting.md).
+Log lines are masked elsewhere: plain ``lm_eval`` logs ``--model_args`` at INFO when it
+builds the model, before it has loaded any task, so the installation writes a start-up
+line that masks every log record of an ``lm_eval`` process from its start
+(:mod:`lm_eval_tasks.build_hooks`); ``domsum run`` does the same first thing.
 Nothing here imports ``lm_eval``.
 """
 
