@@ -8,9 +8,9 @@ the build hook writes, and that it acts in an ``lm_eval`` process and in no othe
 
 from __future__ import annotations
 
-import importlib.metadata
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -21,16 +21,16 @@ from lm_eval_tasks.build_hooks import PTH_LINE, PTH_NAME
 KEY_URL = "http://user:sk-startup-0123456789abcdef@host/v1/chat/completions"
 
 
-def _installed_pth() -> Path:
-    return Path(str(importlib.metadata.distribution("domsum-eval").locate_file(PTH_NAME)))
-
-
 def test_the_installation_holds_the_line_the_build_hook_writes():
-    pth = _installed_pth()
+    # the interpreter's site-packages, where README's install puts it (a checkout's own
+    # egg-info on the path would answer importlib.metadata from the checkout)
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    pth = purelib / PTH_NAME
     assert pth.is_file(), f"{pth} missing: reinstall as README says (pip install -e .)"
     assert pth.read_text(encoding="utf-8") == PTH_LINE
-    files = importlib.metadata.distribution("domsum-eval").files or []
-    assert PTH_NAME in {f.name for f in files}, "not in the RECORD: pip uninstall would leave it behind"
+    [record] = purelib.glob("domsum_eval-*.dist-info/RECORD")
+    listed = [line.split(",")[0] for line in record.read_text(encoding="utf-8").splitlines()]
+    assert PTH_NAME in listed, "not in the RECORD: uninstalling would leave it"
 
 
 @pytest.mark.parametrize("argv,masked", [
