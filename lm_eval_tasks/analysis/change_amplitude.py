@@ -1,6 +1,7 @@
 """CCSBench attribute dependency (flip one control, regenerate, compare), as ``domsum change-amplitude`` runs it.
 
-For a seeded sample of ``--n`` rows of a CCSBench subset (default ``compositional``),
+For a seeded sample of ``--n`` rows (default :data:`PAPER_N`, the paper's 300; all of them
+when the split holds fewer) of a CCSBench subset (default ``compositional``),
 this writes one mirror per changed attribute in which only that control is flipped,
 runs the real ``lm_eval`` CLI on the original and on each flipped mirror with the
 given model, and reports the paper's Figure 4: per (changed attribute, affected
@@ -30,7 +31,7 @@ Why in the suite's library (the command parses flags and calls
 suite's layout; the harness runs as a child process, never imported.
 
     domsum change-amplitude --model hf --model-args pretrained=MODEL \\
-        --data-dir ~/ccs_mirror --n 50 --out ca_out
+        --data-dir ~/ccs_mirror --out ca_out
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 
 #: the study's report, written beside its runs
 STUDY_FILE = "change_amplitude.json"
+#: rows sampled per attribute by default: CCSBench, Section 5 ("we randomly select 300
+#: samples from the test set ... for each attribute"); ``--n`` takes fewer for a quick run
+PAPER_N = 300
 #: name of the original run in the study's layout (its flipped runs are named by their control)
 ORIGINAL = "original"
 
@@ -207,7 +211,7 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
     changed = {a: run(a, [flip(r, a, test[(i + 1) % len(test)]) for i, r in enumerate(test)])
                for a in attributes}
     fig4 = figure4(base, changed)
-    report = {"n": len(test), "seed": seed, "subset": subset, "task": task, "prompt_source": spec.source,
+    report = {"n": len(test), "n_requested": n, "seed": seed, "subset": subset, "task": task, "prompt_source": spec.source,
               "control_ability": {"original": base, **{f"changed_{a}": m for a, m in changed.items()}},
               "figure4": {k: fig4[k] for k in ("rows", "columns", "cells")},
               "change_amplitude": fig4["matrix"], "undefined": fig4["undefined"],

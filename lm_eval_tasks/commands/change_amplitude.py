@@ -4,7 +4,7 @@ Flags -> :func:`lm_eval_tasks.analysis.change_amplitude.run_change_amplitude`, w
 describes the flips, the affected metrics and CA = ``|m_new - m| / |m|``.
 
     domsum change-amplitude --model hf --model-args pretrained=MODEL \\
-        --data-dir ~/ccs_mirror --n 50 --out ca_out
+        --data-dir ~/ccs_mirror --out ca_out
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from custom_metrics.outputs import claimed_folder
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.amplitude import ATTRIBUTES
-from lm_eval_tasks.analysis.change_amplitude import AttributeNotSet, HarnessRunError, run_change_amplitude
+from lm_eval_tasks.analysis.change_amplitude import PAPER_N, AttributeNotSet, HarnessRunError, run_change_amplitude
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config
 
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--subsets", "--subset", dest="subset", default="compositional",
                     choices=catalog.CCSBENCH_SUBSETS, help="the CCSBench subset (one)")
     ap.add_argument("--attributes", default=",".join(ATTRIBUTES))
-    ap.add_argument("--n", type=int, default=50, help="rows sampled from test (seeded)")
+    ap.add_argument("--n", type=int, default=PAPER_N, help=f"test rows sampled (seeded; default {PAPER_N}, the paper's, all where the split holds fewer): the harness generates for them once plus once per attribute ({PAPER_N} x 5 = {PAPER_N * 5:,} generations for the four attributes); --n 50 for a quick look")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--shots", type=int, default=0, choices=(0, 3))
     ap.add_argument("--metadata", default="{}", help="extra task metadata JSON (judge, budgets)")
@@ -65,5 +65,5 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessRunError as exc:
         raise SystemExit(str(exc)) from None
     print(json.dumps(report["change_amplitude"], indent=2))
-    print(f"wrote {out / 'change_amplitude.json'}, .csv" + (", .png" if report["png"] else ""))
+    print(f"wrote {out / 'change_amplitude.json'}, .csv" + (", .png" if report["png"] else "") + ("" if report["n"] >= args.n else f" ({report['n']} rows: all the test split holds, fewer than --n {args.n})"))
     return 0

@@ -105,6 +105,7 @@ def test_change_amplitude_cli_and_its_report(tmp_path, tiny_causal_lm, fixture_d
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = json.loads((study / "change_amplitude.json").read_text())  # strict JSON: null, never NaN
     assert rep["figure4"]["rows"] == ["length", "readability"]
+    assert rep["n"] == rep["n_requested"] == 2 and "fewer than --n" not in proc.stdout
     keys = [c["key"] for c in rep["figure4"]["columns"]]
     assert keys == ["length_pcc", "length_mad", "keyword_sr", "delta_fkgl"]  # no judge: no focus column
     # every cell recomputed from the runs' logged per-document scores

@@ -152,3 +152,13 @@ def test_batch_size_advice_only_where_the_window_is_far_larger():
     assert batch_size_advice(8_192, 0) is None
     # a window already at the advised length (a small need rounded up to 256) is not told to shrink to itself
     assert batch_size_advice(256, 100) is None and batch_size_advice(512, 100) is not None
+
+
+def test_change_amplitude_samples_the_papers_300_rows_by_default_and_says_what_that_costs(capsys):
+    """CCSBench Section 5 draws 300 test rows per attribute; --help says so and what it costs."""
+    with pytest.raises(SystemExit) as done:
+        change_amplitude.main(["--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default 300, the paper's" in text and "300 x 5 = 1,500 generations" in text
+    assert change_amplitude.PAPER_N == 300
