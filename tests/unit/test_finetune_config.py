@@ -28,7 +28,13 @@ def test_presets_and_override_precedence(tmp_path):
         "adamw_torch", 5e-5, 12, 4.0, True)
     cc = resolve_config({**common, "preset": "ccsbench"})
     assert (cc.learning_rate, cc.epochs, cc.early_stopping_patience) == (1e-4, 20.0, 3)
-    assert not any(c.packing for c in (ae, ds, full, cc))                 # packing is opt-in
+    # biomedical question summarization, Section 2.2: "3 epochs ... batch size 16, learning rate 5e-5,
+    # and an AdamW optimizer", full fine-tuning only
+    mq = resolve_config({**common, "preset": "medqsum", "method": "full"})
+    assert (mq.method, mq.optim, mq.learning_rate, mq.batch_size, mq.epochs) == ("full", "adamw_torch", 5e-5, 16, 3.0)
+    with pytest.raises(ConfigError, match="preset 'medqsum' has no values for method 'lora'"):
+        resolve_config({**common, "preset": "medqsum"})
+    assert not any(c.packing for c in (ae, ds, full, cc, mq))             # packing is opt-in
     # preset < YAML < flags (strings from --set are typed)
     y = tmp_path / "c.yaml"
     y.write_text("preset: adapteval\nlearning-rate: 1e-3\nbatch_size: 8\nmetadata: {max_doc_words: 100}\n")
