@@ -91,7 +91,7 @@ def render_metrics() -> str:
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for k in fam.keys:
             cells = [f"`{k.name}`", *(_cell(getattr(k, f) or "") for f, _ in extra),
-                     "higher" if k.higher_is_better else "lower", k.aggregation, _cell(k.description)]
+                     k.better, k.aggregation, _cell(k.description)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out).rstrip("\n")
