@@ -1,4 +1,5 @@
-"""The generated parts of ``docs/``: the settings table, the metric reference and the CLI reference.
+"""The generated parts of ``docs/`` (the settings table, the metric reference and the CLI
+reference) and of the task READMEs (their subset tables and metric lists, :mod:`lm_eval_tasks.readmes`).
 
 Why generated: each of these facts is declared once in code (a :class:`~lm_eval_tasks.settings.Setting`
 row, a metric family record in :mod:`custom_metrics.registry`, an argparse parser), and a page
@@ -27,6 +28,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lm_eval_tasks import readmes
 
 if TYPE_CHECKING:
     from custom_metrics.registry import Family
@@ -149,6 +152,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "settings": ("docs/settings.md", render_settings),
     "metrics": ("docs/metrics.md", render_metrics),
     "cli": ("docs/cli.md", render_cli),
+    **readmes.sections(),
 }
 
 
@@ -184,7 +188,8 @@ def stale_sections(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lm_eval_tasks.reference",
-                                 description="Check (default) or rewrite the generated parts of docs/.")
+                                 description="Check (default) or rewrite the generated parts of docs/ and "
+                                             "of the task READMEs.")
     ap.add_argument("--write", action="store_true", help="rewrite the stale parts from the code")
     args = ap.parse_args(argv)
     if args.write:
