@@ -23,13 +23,13 @@ import dataclasses
 import importlib
 import io
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lm_eval_tasks import readmes
+from lm_eval_tasks.marks import Marks
 
 if TYPE_CHECKING:
     from custom_metrics.registry import Family
@@ -156,17 +156,17 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
 }
 
 
-def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- generated: {name} [^\n]*-->\n)(.*?)(<!-- end generated: {name} -->)", re.S)
+#: the markers around every generated section
+MARKS = Marks("<!-- generated: {name} (python -m lm_eval_tasks.reference --write) -->", "<!-- end generated: {name} -->")
 
 
 def section_text(name: str, root: Path = ROOT) -> str:
     """The text between section ``name``'s markers on its page (without the newline before the end marker)."""
     page, _ = SECTIONS[name]
-    match = _pattern(name).search((root / page).read_text(encoding="utf-8"))
+    match = MARKS.pattern(name).search((root / page).read_text(encoding="utf-8"))
     if match is None:
         raise ValueError(f"{page} has no generated section {name!r} (markers missing)")
-    return match.group(2).removesuffix("\n")
+    return match.group("body").removesuffix("\n")
 
 
 def write_section(name: str, root: Path = ROOT) -> bool:
@@ -175,7 +175,7 @@ def write_section(name: str, root: Path = ROOT) -> bool:
     path = root / page
     old = path.read_text(encoding="utf-8")
     section_text(name, root)  # markers present
-    new = _pattern(name).sub(lambda m: m.group(1) + render() + "\n" + m.group(3), old, count=1)
+    new = MARKS.replace(old, {name: render() + "\n"})
     if new != old:
         path.write_text(new, encoding="utf-8")
     return new != old
