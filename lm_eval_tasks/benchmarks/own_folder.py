@@ -254,12 +254,14 @@ def _sections(out: Path) -> dict[str, str]:
     """The generated parts of the folder's README, listing every task of every domain whose
     YAML is in ``out``: ``about`` (title and data) and ``tasks`` (tasks and metrics)."""
     from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+    from lm_eval_tasks.readmes import metric_table
 
     domains: dict[str, DomainSource] = {}
     named: dict[str, dict] = {}  # each domain's data files as its YAML names them (maybe relative to it)
-    tasks, families = [], []
+    tasks, families, specs = [], [], []
     for path, cfg in task_configs(out):
         spec = spec_from_config(cfg, str(path))
+        specs.append(spec)
         source = domains.setdefault(spec.subset, spec.source)
         named.setdefault(spec.subset, (cfg.get("dataset_kwargs") or {}).get("data_files") or {})
         how = ("two demonstrations from the train split, seeded per document" if spec.shots
@@ -287,11 +289,13 @@ The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) u
 YAML gives its own.
 """
     listed = "\n".join(tasks)
+    dvo = f"\n{DVO_NOTE.lstrip()}\n" if "dvo" in families else ""
     metrics = f"""{listed}
 
-Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
-their keys).{DVO_NOTE if 'dvo' in families else ''}
-"""
+Metrics are per document, with standard errors (docs/metrics.md defines each key):
+
+{metric_table(specs)}
+{dvo}"""
     return {"about": about, "tasks": metrics}
 
 
