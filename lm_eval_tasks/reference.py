@@ -157,7 +157,8 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
 
 
 #: the markers around every generated section
-MARKS = Marks("<!-- generated: {name} (python -m lm_eval_tasks.reference --write) -->", "<!-- end generated: {name} -->")
+MARKS = Marks("<!-- generated: {name} (python -m lm_eval_tasks.reference --write) -->",
+              "<!-- end generated: {name} -->")
 
 
 def section_text(name: str, root: Path = ROOT) -> str:

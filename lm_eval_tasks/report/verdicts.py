@@ -296,4 +296,5 @@ def write_comparisons(path: Path, ordered: Sequence[Verdict]) -> Path:
 
 
 __all__ = ["ALPHA", "CORRECTION", "NOT_COMPUTED", "POWER", "RULE", "SIDED", "VERDICTS", "VERDICT_CAPTION", "Verdict",
-           "decide", "direction_note", "in_order", "level_text", "p_text", "shown_interval", "verdicts", "write_comparisons"]
+           "decide", "direction_note", "in_order", "level_text", "p_text", "shown_interval", "verdicts",
+           "write_comparisons"]
