@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: aggregations a key may declare
 AGGREGATIONS = ("mean", "nanmean", "sum", "corpus")
+#: :attr:`Key.higher_is_better` -> the word that says which side is better
+DIRECTIONS = {True: "higher", False: "lower", None: "neither"}
 
 
 class ScorerUnavailable(SuiteError, RuntimeError):
@@ -61,7 +63,12 @@ class Key:
     """One reported number."""
 
     name: str
-    higher_is_better: bool = True
+    #: which way is better: True higher, False lower, None neither (HELM's optional
+    #: ``lower_is_better``): a statistic with no good direction, such as the reading grade
+    #: of a summary no readability was asked of. Such a key is compared by which side is
+    #: higher, never by which is better (the report), and lm-eval receives None for it, as
+    #: it does itself for a group whose members disagree (no arrow in its table)
+    higher_is_better: bool | None = True
     aggregation: str = "mean"
     #: corpus keys: (per-document items, context) -> the corpus value
     corpus: Callable[[Sequence[Any], "Context"], float] | None = None
@@ -84,9 +91,16 @@ class Key:
         """The display name (the key when none is declared)."""
         return self.display or self.name
 
+    @property
+    def better(self) -> str:
+        """The direction in one word, as the docs and READMEs print it: higher, lower or neither."""
+        return DIRECTIONS[self.higher_is_better]
+
     def __post_init__(self) -> None:
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"key {self.name}: aggregation must be one of {AGGREGATIONS}")
+        if self.higher_is_better not in DIRECTIONS:
+            raise ValueError(f"key {self.name}: higher_is_better must be True, False or None (neither)")
         if (self.aggregation == "corpus") != (self.corpus is not None):
             raise ValueError(f"key {self.name}: a corpus function goes with aggregation 'corpus' only")
 
@@ -419,8 +433,9 @@ def family_keys(name: str) -> tuple[str, ...]:
     return get(name).key_names
 
 
-def higher_is_better(keys: Sequence[str] | None = None) -> dict[str, bool]:
-    """Direction of every key (or of ``keys``), from the records."""
+def higher_is_better(keys: Sequence[str] | None = None) -> dict[str, bool | None]:
+    """Direction of every key (or of ``keys``), from the records: None where neither side is
+    better (:attr:`Key.higher_is_better`)."""
     table = {k.name: k.higher_is_better for f in all_families() for k in f.keys}
     return table if keys is None else {k: table[k] for k in keys}
 

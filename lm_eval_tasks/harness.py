@@ -363,7 +363,9 @@ class SuiteTask(ConfigurableTask):
                     out[k.name] = scoring.corpus(k, ctx)
         return out
 
-    def higher_is_better(self) -> dict[str, bool]:
+    def higher_is_better(self) -> dict[str, bool | None]:
+        """Each key's direction from its record; None (no arrow in lm-eval's table, null in the
+        results) for a key neither of whose directions is better."""
         if self._bypass:
             return super().higher_is_better()
         return {k.name: k.higher_is_better for k in self._scoring.keys()}

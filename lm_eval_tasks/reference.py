@@ -1,4 +1,5 @@
-"""The generated parts of ``docs/``: the settings table, the metric reference and the CLI reference.
+"""The generated parts of ``docs/`` (the settings table, the metric reference and the CLI
+reference) and of the task READMEs (their subset tables and metric lists, :mod:`lm_eval_tasks.readmes`).
 
 Why generated: each of these facts is declared once in code (a :class:`~lm_eval_tasks.settings.Setting`
 row, a metric family record in :mod:`custom_metrics.registry`, an argparse parser), and a page
@@ -22,11 +23,13 @@ import dataclasses
 import importlib
 import io
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lm_eval_tasks import readmes
+from lm_eval_tasks.marks import Marks
 
 if TYPE_CHECKING:
     from custom_metrics.registry import Family
@@ -91,7 +94,7 @@ def render_metrics() -> str:
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for k in fam.keys:
             cells = [f"`{k.name}`", *(_cell(getattr(k, f) or "") for f, _ in extra),
-                     "higher" if k.higher_is_better else "lower", k.aggregation, _cell(k.description)]
+                     k.better, k.aggregation, _cell(k.description)]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out).rstrip("\n")
@@ -149,20 +152,22 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "settings": ("docs/settings.md", render_settings),
     "metrics": ("docs/metrics.md", render_metrics),
     "cli": ("docs/cli.md", render_cli),
+    **readmes.sections(),
 }
 
 
-def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(<!-- generated: {name} [^\n]*-->\n)(.*?)(<!-- end generated: {name} -->)", re.S)
+#: the markers around every generated section
+MARKS = Marks("<!-- generated: {name} (python -m lm_eval_tasks.reference --write) -->",
+              "<!-- end generated: {name} -->")
 
 
 def section_text(name: str, root: Path = ROOT) -> str:
     """The text between section ``name``'s markers on its page (without the newline before the end marker)."""
     page, _ = SECTIONS[name]
-    match = _pattern(name).search((root / page).read_text(encoding="utf-8"))
+    match = MARKS.pattern(name).search((root / page).read_text(encoding="utf-8"))
     if match is None:
         raise ValueError(f"{page} has no generated section {name!r} (markers missing)")
-    return match.group(2).removesuffix("\n")
+    return match.group("body").removesuffix("\n")
 
 
 def write_section(name: str, root: Path = ROOT) -> bool:
@@ -171,7 +176,7 @@ def write_section(name: str, root: Path = ROOT) -> bool:
     path = root / page
     old = path.read_text(encoding="utf-8")
     section_text(name, root)  # markers present
-    new = _pattern(name).sub(lambda m: m.group(1) + render() + "\n" + m.group(3), old, count=1)
+    new = MARKS.replace(old, {name: render() + "\n"})
     if new != old:
         path.write_text(new, encoding="utf-8")
     return new != old
@@ -184,7 +189,8 @@ def stale_sections(root: Path = ROOT) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m lm_eval_tasks.reference",
-                                 description="Check (default) or rewrite the generated parts of docs/.")
+                                 description="Check (default) or rewrite the generated parts of docs/ and "
+                                             "of the task READMEs.")
     ap.add_argument("--write", action="store_true", help="rewrite the stale parts from the code")
     args = ap.parse_args(argv)
     if args.write:

@@ -429,8 +429,8 @@ def _readability_describe(ctx: Context) -> dict[str, Any]:
 
 CCS_READABILITY = Family(
     name="ccs_readability",
-    keys=(Key("fkgl_normal", aggregation="nanmean", description="mean FKGL of normal-readability requests",
-              display="FKGL normal", unit="score"),
+    keys=(Key("fkgl_normal", higher_is_better=None, aggregation="nanmean",
+              description="mean FKGL of normal-readability requests", display="FKGL normal", unit="score"),
           Key("fkgl_high", higher_is_better=False, aggregation="nanmean",
               description="mean FKGL of high-readability requests", display="FKGL high", unit="score"),
           Key("delta_fkgl", aggregation="corpus", corpus=_delta_fkgl,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lm_eval_tasks.benchmarks.papers import RECORDS
+from lm_eval_tasks.marks import Marks
 from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
     domain_source
 
@@ -245,22 +246,22 @@ file changes; the results record its path (`user_vocabulary`)."""
 SIDE_README = "README.domsum.md"
 #: the marks around each part of a README that ``new-task`` writes again when a domain is
 #: added (HTML comments: a Markdown viewer shows nothing of them)
-_BEGIN = ("<!-- domsum new-task: begin {} (written from this folder's task YAMLs when a domain is added; "
-          "edit outside these marks) -->")
-_END = "<!-- domsum new-task: end {} -->"
-_SECTION = re.compile(r"<!-- domsum new-task: begin (\w+) [^\n]*?-->\n(.*?)<!-- domsum new-task: end \1 -->", re.S)
+_MARKS = Marks("<!-- domsum new-task: begin {name} (written from this folder's task YAMLs when a domain is added; "
+               "edit outside these marks) -->", "<!-- domsum new-task: end {name} -->")
 
 
 def _sections(out: Path) -> dict[str, str]:
     """The generated parts of the folder's README, listing every task of every domain whose
     YAML is in ``out``: ``about`` (title and data) and ``tasks`` (tasks and metrics)."""
     from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+    from lm_eval_tasks.readmes import metric_table
 
     domains: dict[str, DomainSource] = {}
     named: dict[str, dict] = {}  # each domain's data files as its YAML names them (maybe relative to it)
-    tasks, families = [], []
+    tasks, families, specs = [], [], []
     for path, cfg in task_configs(out):
         spec = spec_from_config(cfg, str(path))
+        specs.append(spec)
         source = domains.setdefault(spec.subset, spec.source)
         named.setdefault(spec.subset, (cfg.get("dataset_kwargs") or {}).get("data_files") or {})
         how = ("two demonstrations from the train split, seeded per document" if spec.shots
@@ -288,16 +289,14 @@ The prompts are DomainSum's (Yuan & Zhang, Findings of NAACL 2025, Appendix B) u
 YAML gives its own.
 """
     listed = "\n".join(tasks)
+    dvo = f"\n{DVO_NOTE.lstrip()}\n" if "dvo" in families else ""
     metrics = f"""{listed}
 
-Metrics are per document, with standard errors (`domsum tasks` and docs/metrics.md name
-their keys).{DVO_NOTE if 'dvo' in families else ''}
-"""
+Metrics are per document, with standard errors (docs/metrics.md defines each key):
+
+{metric_table(specs)}
+{dvo}"""
     return {"about": about, "tasks": metrics}
-
-
-def _marked(name: str, text: str) -> str:
-    return f"{_BEGIN.format(name)}\n{text}{_END.format(name)}"
 
 
 def readme(out: Path, parts: dict[str, str] | None = None) -> str:
@@ -305,7 +304,7 @@ def readme(out: Path, parts: dict[str, str] | None = None) -> str:
     domain whose YAML is in ``out``; its generated parts (``parts``: :func:`_sections`)
     between marks (:func:`write_readme`)."""
     parts = parts or _sections(out)
-    return f"""{_marked("about", parts["about"])}
+    return f"""{_MARKS.wrap("about", parts["about"])}
 
 Homepage: none
 
@@ -327,7 +326,7 @@ None.
 
 #### Tasks
 
-{_marked("tasks", parts["tasks"])}
+{_MARKS.wrap("tasks", parts["tasks"])}
 
 ### Checklist
 
@@ -369,9 +368,9 @@ def write_readme(out: Path, notes: list[str]) -> Path | None:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):  # not text new-task wrote: left as it is
                 continue
-            if {m.group(1) for m in _SECTION.finditer(text)} != set(fresh):
+            if set(_MARKS.parts(text)) != set(fresh):
                 continue  # not one new-task wrote (or its marks were removed): left as it is
-            write_atomically(path, _SECTION.sub(lambda m: _marked(m.group(1), fresh[m.group(1)]), text))
+            write_atomically(path, _MARKS.replace(text, fresh))
         if path.name != "README.md":
             notes.append(f"{out / 'README.md'} is not one `domsum new-task` wrote (it has no generated "
                          f"section): left as it is; the tasks' README is {path}")

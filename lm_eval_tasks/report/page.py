@@ -22,7 +22,7 @@ from lm_eval_tasks.report.formats import counted, markdown_table, write_table
 from lm_eval_tasks.report.figures import Figure, Figures
 from lm_eval_tasks.report.runs import Runs
 from lm_eval_tasks.report.tables import Builder, Table
-from lm_eval_tasks.report.verdicts import NOT_COMPUTED, RULE, Verdict, p_text
+from lm_eval_tasks.report.verdicts import NOT_COMPUTED, RULE, SIDED, Verdict, direction_note, p_text
 
 STYLE = """
 *,*::before,*::after{box-sizing:border-box}
@@ -160,9 +160,10 @@ def _sides(v: Verdict) -> tuple[str, str, str]:
 
 
 def _ranked(v: Verdict) -> tuple[str, str, str]:
-    """``(system, better, worse)`` of a comparison whose verdict names a side (:func:`_sides`'s names)."""
+    """``(system, named, other)`` of a comparison whose verdict names a side (:func:`_sides`'s
+    names): the better side, or the higher one for a metric with no better direction."""
     system, first, second = _sides(v)
-    return (system, first, second) if (v.verdict == "a better") == (v.direction == "a-b") else (system, second, first)
+    return (system, first, second) if v.verdict.startswith("a ") == (v.direction == "a-b") else (system, second, first)
 
 
 def _outcome(v: Verdict) -> str:
@@ -170,9 +171,9 @@ def _outcome(v: Verdict) -> str:
     were too few for any), or not computed with the reason."""
     if v.verdict == NOT_COMPUTED:
         return f"not computed: {v.reason}"
-    if v.verdict not in ("a better", "b better"):
+    if v.verdict not in SIDED:
         return "no difference detected" + (" (too few documents)" if v.too_few() else "")
-    return f"{_ranked(v)[1]} better"
+    return f"{_ranked(v)[1]} {v.verdict.split()[1]}"
 
 
 def _families(tables: Sequence[Table], verdicts: Numbered) -> list[tuple[Table, list[tuple[int, Verdict]]]]:
@@ -196,7 +197,7 @@ def verdict_table(tables: Sequence[Table], verdicts: Numbered) -> tuple[list[str
     for t, family in _families(tables, verdicts):
         for i, v in family:
             system, first, second = _sides(v)
-            what = v.metric_name + ("" if v.higher_is_better else " (lower is better)")
+            what = v.metric_name + direction_note(v.higher_is_better)
             delta = ("n/a" if v.verdict == NOT_COMPUTED else
                      f"{v.num(v.delta, '+.2f')} [{v.num(v.ci_low)}, {v.num(v.ci_high)}]{'°' if v.ci_extended else ''}")
             rows.append([str(i), t.title, what, v.subset, f"{system + ': ' if system else ''}{first} − {second}",
@@ -212,9 +213,9 @@ def questions(tables: Sequence[Table], verdicts: Numbered) -> list[tuple[Table, 
     out = []
     for t, family in _families(tables, verdicts):
         group = [v for _, v in family]
-        what = group[0].metric_name + ("" if group[0].higher_is_better else " (lower is better)")
-        said = [f"{system + ': ' if system else ''}{better} better than {worse} on {v.subset}"
-                for v in group if v.verdict in ("a better", "b better") for system, better, worse in [_ranked(v)]]
+        what = group[0].metric_name + direction_note(group[0].higher_is_better)
+        said = [f"{system + ': ' if system else ''}{named} {v.verdict.split()[1]} than {other} on {v.subset}"
+                for v in group if v.verdict in SIDED for system, named, other in [_ranked(v)]]
         none = [v for v in group if v.verdict == "no difference detected"]
         lost = len(group) - len(said) - len(none)
         def how_many(k: int) -> str:
@@ -309,7 +310,8 @@ def definitions(keys: Sequence[str], shown: bool) -> list[tuple[str, str]]:
         record = registry.key(key)
         if record is not None:
             scaled = f"; shown x{record.scale:g}" if record.scale != 1 else ""
-            direction = "higher is better" if record.higher_is_better else "lower is better"
+            direction = {True: "higher is better", False: "lower is better"}.get(
+                record.higher_is_better, "no direction is better: comparisons name the higher side")
             out.append((record.label, f"{record.description} (key {key}{scaled}; {direction})"))
     if shown:
         out += [("Δ", "the difference of the two compared runs on the documents both logged and have a value "

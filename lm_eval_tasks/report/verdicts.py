@@ -23,7 +23,9 @@ The rule, in one place (:data:`RULE` words it for the page and ``comparisons.jso
 * **Verdict.** A side is better when the Holm-corrected p is below ``ALPHA`` *and* that
   interval excludes 0 on the side of Δ (the better side is the higher one, or the lower
   one for a metric whose record says lower is better); otherwise "no difference
-  detected". The permutation p and the bootstrap interval are two procedures and can
+  detected". For a metric whose record says neither direction is better (a reading grade
+  nobody asked for), the same rule names the *higher* side ("a higher", "b higher"), never
+  a better one. The permutation p and the bootstrap interval are two procedures and can
   disagree (the bootstrap interval of 3 documents that all differ the same way excludes
   0 while no p over 3 documents is below 0.25), so the stricter reading is taken: both
   must find the difference. Where they disagree the verdict is "no difference
@@ -61,12 +63,15 @@ ALPHA = 0.05
 POWER = 0.8
 CORRECTION = "holm"
 NOT_COMPUTED = "not computed"
-VERDICTS = ("a better", "b better", "no difference detected", NOT_COMPUTED)
+VERDICTS = ("a better", "b better", "a higher", "b higher", "no difference detected", NOT_COMPUTED)
+#: the verdicts that name a side (better, or higher for a metric with no better direction)
+SIDED = ("a better", "b better", "a higher", "b higher")
 #: the rule of the module docstring in words: the page states it once, comparisons.json in its header
 RULE = (f"The comparisons of one metric in one table are a family of m; their p-values are Holm-corrected. "
         f"The interval of Δ is the paired bootstrap interval at level 1 − {ALPHA}/m (Bonferroni: the m "
         f"intervals hold their true differences together with probability at least {1 - ALPHA:.0%}). A side "
-        f"is better when the Holm-corrected p is below {ALPHA} and that interval excludes 0 on the side of Δ; "
+        f"is better when the Holm-corrected p is below {ALPHA} and that interval excludes 0 on the side of Δ (for "
+        "a metric with no better direction, that side is named the higher one); "
         "otherwise no difference detected, and where the interval alone excluded 0 it is shown extended to 0 "
         "(a wider interval keeps its coverage), so the interval shown excludes 0 exactly when a side is "
         "named. Without resamples (--bootstrap 0) the corrected p alone decides. Only documents with a value "
@@ -95,7 +100,8 @@ class Verdict:
     task: str
     metric: str
     metric_name: str
-    higher_is_better: bool
+    #: None: neither direction is better (the verdict names the higher side)
+    higher_is_better: bool | None
     direction: str
     #: what Δ is the difference of, in words ("2-shot − 0-shot", or the two runs' names)
     delta_of: str
@@ -127,12 +133,12 @@ class Verdict:
 
     def sentence(self) -> str:
         """The page's sentence for this comparison (it states what :meth:`record` holds)."""
-        what = self.metric_name + ("" if self.higher_is_better else " (lower is better)")
+        what = self.metric_name + direction_note(self.higher_is_better)
         if self.verdict == NOT_COMPUTED:
             return f"{self.subset}, {what}: not computed between {self.a} and {self.b}: {self.reason}."
-        outcome = {"a better": f"{self.a} is better than {self.b}",
-                   "b better": f"{self.b} is better than {self.a}"}.get(
-            self.verdict, f"no difference detected between {self.a} and {self.b}")
+        first, _, side = self.verdict.partition(" ")
+        outcome = (f"no difference detected between {self.a} and {self.b}" if self.verdict not in SIDED else
+                   f"{self.a} is {side} than {self.b}" if first == "a" else f"{self.b} is {side} than {self.a}")
         tests = "comparison" if self.family_size == 1 else "comparisons"
         mdd = (self.num(self.min_detectable_delta) if self.min_detectable_reason is None
                else f"n/a ({self.min_detectable_reason})")
@@ -177,6 +183,12 @@ class Verdict:
         return "n/a" if not math.isfinite(value) else format(value * self.display_scale, spec)
 
 
+def direction_note(higher_is_better: bool | None) -> str:
+    """What follows a metric's name where a comparison of it is stated: nothing when higher is
+    better, else that lower is better or that neither direction is."""
+    return {True: "", False: " (lower is better)"}.get(higher_is_better, " (no direction is better)")
+
+
 def level_text(level: float) -> str:
     """An interval's level in percent as the sentences print it: 95, 97.5, 99.17."""
     return f"{100 * level:.4g}"
@@ -189,10 +201,11 @@ def p_text(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else "<0.001"
 
 
-def decide(delta: float, low: float, high: float, p_corrected: float, higher_is_better: bool,
+def decide(delta: float, low: float, high: float, p_corrected: float, higher_is_better: bool | None,
            direction: str) -> str:
     """The verdict of one computed comparison (module docstring): ``low``/``high`` the interval
-    at the family's level, NaN without resamples."""
+    at the family's level, NaN without resamples; ``higher_is_better`` None (no better
+    direction): the side found is named the higher one."""
     if not (math.isfinite(p_corrected) and p_corrected < ALPHA and math.isfinite(delta)) or delta == 0:
         return "no difference detected"
     if math.isfinite(low) and math.isfinite(high) and not (low > 0 if delta > 0 else high < 0):
@@ -200,6 +213,8 @@ def decide(delta: float, low: float, high: float, p_corrected: float, higher_is_
     first_higher = delta > 0  # the side Δ starts from (b in "b-a", a in "a-b") is the higher
     first = "b" if direction == "b-a" else "a"
     second = "a" if first == "b" else "b"
+    if higher_is_better is None:
+        return f"{first if first_higher else second} higher"
     return f"{first if first_higher == higher_is_better else second} better"
 
 
@@ -280,5 +295,6 @@ def write_comparisons(path: Path, ordered: Sequence[Verdict]) -> Path:
     return path
 
 
-__all__ = ["ALPHA", "CORRECTION", "NOT_COMPUTED", "POWER", "RULE", "VERDICTS", "VERDICT_CAPTION", "Verdict", "decide",
-           "in_order", "level_text", "p_text", "shown_interval", "verdicts", "write_comparisons"]
+__all__ = ["ALPHA", "CORRECTION", "NOT_COMPUTED", "POWER", "RULE", "SIDED", "VERDICTS", "VERDICT_CAPTION", "Verdict",
+           "decide", "direction_note", "in_order", "level_text", "p_text", "shown_interval", "verdicts",
+           "write_comparisons"]

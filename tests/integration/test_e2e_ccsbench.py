@@ -51,6 +51,9 @@ def test_compositional_with_stub_judge(tmp_path, tiny_causal_lm, fixture_data_di
     assert 0.0 <= r["keyword_sr,none"] <= 1.0 and r["length_mad,none"] >= 0
     assert math.isfinite(r["fkgl_normal,none"]) and math.isfinite(r["fkgl_high,none"])
     assert r["delta_fkgl,none"] == pytest.approx(r["fkgl_normal,none"] - r["fkgl_high,none"])
+    # no direction of a normal-readability request's grade is better: null in lm-eval's results
+    hib = res["higher_is_better"]["ccsbench_compositional"]
+    assert (hib["fkgl_normal"], hib["fkgl_high"], hib["delta_fkgl"]) == (None, False, True)
     asked = server.bodies[0]["messages"]
     assert asked[0]["content"].startswith("You are a NLP expert.") and "’empirical’" in asked[1]["content"]
     m = res["configs"]["ccsbench_compositional"]["metadata"]

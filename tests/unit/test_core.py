@@ -99,8 +99,11 @@ def test_every_catalogue_family_is_registered_with_consistent_keys():
             fam = registry.get(name)
             for key in fam.keys:
                 assert seen.setdefault(key.name, fam.name) == fam.name or key.name.startswith(("rouge", "bertscore"))
-    assert registry.higher_is_better(["length_mad", "rouge1", "judge_parse_failures"]) == {
-        "length_mad": False, "rouge1": True, "judge_parse_failures": False}
+    assert registry.higher_is_better(["length_mad", "rouge1", "judge_parse_failures", "fkgl_normal"]) == {
+        "length_mad": False, "rouge1": True, "judge_parse_failures": False, "fkgl_normal": None}
+    assert [registry.key(k).better for k in ("rouge1", "length_mad", "fkgl_normal")] == ["higher", "lower", "neither"]
+    with pytest.raises(ValueError, match="higher_is_better must be True, False or None"):
+        registry.Key("x", higher_is_better="lower")
 
 
 def test_rouge_family_per_document_values_reproduce_the_corpus_numbers():
@@ -175,6 +178,19 @@ def test_task_class_loads_in_download_and_reports_what_it_found(fixture_data_dir
 
     assert task.aggregation()["length_mad"] is mean  # closed-form stderr; NaN documents left out
     assert task.higher_is_better()["length_mad"] is False
+
+
+def test_a_key_with_no_better_direction_reaches_lm_eval_as_none(fixture_data_dir):
+    """FKGL of normal-readability requests has no better direction: the task hands lm-eval None,
+    which lm-eval itself uses for a group whose members disagree, and its table draws no arrow."""
+    from lm_eval.utils import make_table
+
+    hib = _task("ccsbench_readability", data_dir=str(fixture_data_dir)).higher_is_better()
+    assert (hib["fkgl_normal"], hib["fkgl_high"], hib["delta_fkgl"]) == (None, False, True)
+    results = {"results": {"t": {"alias": "t", "fkgl_normal,none": 14.0, "fkgl_high,none": 11.0}},
+               "higher_is_better": {"t": hib}, "n-shot": {"t": 0}, "versions": {"t": 3.0}}
+    rows = {line.split("|")[5].strip(): line.split("|")[6].strip() for line in make_table(results).splitlines()[2:]}
+    assert rows == {"fkgl_normal": "", "fkgl_high": "↓"}
 
 
 def test_num_fewshot_other_than_the_prompts_is_an_error(fixture_data_dir):

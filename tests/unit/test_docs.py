@@ -38,6 +38,20 @@ def test_write_fills_an_empty_section(tmp_path):
     assert page.read_text(encoding="utf-8").endswith("<!-- end generated: settings -->\ntail\n")
 
 
+def test_marks_rewrite_only_the_parts_named_and_keep_every_other_line():
+    """The one helper behind docs/, the task READMEs and new-task's README: a part not handed
+    keeps its text, names may hold a hyphen, a name that is a prefix of another is not it."""
+    from lm_eval_tasks.marks import Marks
+
+    marks = Marks("<!-- gen: {name} (how) -->", "<!-- end gen: {name} -->")
+    page = ("prose\n" + marks.wrap("a-metrics", "old a\n") + "\nmiddle\n" + marks.wrap("a", "old b\n")
+            + "\n<!-- gen: a-x (how) -->\nnot closed\n")
+    assert marks.parts(page) == {"a-metrics": "old a\n", "a": "old b\n"}
+    assert marks.pattern("a").search(page).group("body") == "old b\n"
+    new = marks.replace(page, {"a": "new b\n"})
+    assert new == page.replace("old b", "new b") and marks.replace(new, {}) == new
+
+
 def test_cli_reference_covers_every_subcommand():
     from lm_eval_tasks.commands import COMMANDS
 

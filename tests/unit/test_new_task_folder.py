@@ -74,6 +74,18 @@ def test_a_second_domain_rewrites_only_the_readmes_generated_parts(tmp_path):
     assert outside and all(line in after.splitlines() for line in outside)
 
 
+def test_the_readme_lists_every_key_of_the_domains_tasks_with_its_direction(tmp_path):
+    """The user's README lists its metrics with the same table as the suite's task READMEs."""
+    from custom_metrics import registry
+    from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
+
+    assert _new(tmp_path, "harbour").families == DEFAULT_FAMILIES
+    rows = [line for line in (tmp_path / "tasks" / "README.md").read_text().splitlines() if line.startswith("| `")]
+    keys = [k for f in DEFAULT_FAMILIES for k in registry.get(f).keys]
+    assert [r.split(" | ")[0].strip("| `") for r in rows] == [k.name for k in keys]
+    assert all(r.split(" | ")[3] == k.better and r.endswith("| every task |") for r, k in zip(rows, keys))
+
+
 def test_a_project_readme_is_left_as_it_is_and_the_suites_goes_beside_it(tmp_path):
     out = tmp_path / "tasks"
     out.mkdir()

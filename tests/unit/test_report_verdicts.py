@@ -21,6 +21,15 @@ def test_the_better_side_follows_direction_and_metric_direction(delta, direction
     assert decide(delta, low, high, 0.01, higher, direction) == expected
 
 
+@pytest.mark.parametrize("delta,direction,expected", [
+    (0.1, "b-a", "b higher"), (-0.1, "b-a", "a higher"), (0.1, "a-b", "a higher"), (-0.1, "a-b", "b higher"),
+])
+def test_a_metric_with_no_better_direction_names_the_higher_side_never_a_better_one(delta, direction, expected):
+    low, high = sorted((delta / 2, delta * 2))
+    assert decide(delta, low, high, 0.01, None, direction) == expected
+    assert decide(delta, -abs(delta), abs(delta), 0.01, None, direction) == "no difference detected"
+
+
 def test_no_winner_when_the_interval_holds_zero_or_the_corrected_p_is_large():
     assert decide(0.1, -0.01, 0.2, 0.001, True, "b-a") == "no difference detected"
     assert decide(0.1, 0.05, 0.2, 0.05, True, "b-a") == "no difference detected"
@@ -47,6 +56,17 @@ def _verdict(**changes) -> Verdict:
                 min_detectable_delta=0.025, smallest_possible_p=2 / 2 ** 20, verdict="no difference detected",
                 display_scale=100.0, ci_level=0.975)
     return Verdict(**{**base, **changes})
+
+
+def test_a_sentence_of_a_metric_with_no_better_direction_says_higher_and_that_no_direction_is_better():
+    found = _verdict(metric="fkgl_normal", metric_name="FKGL normal", higher_is_better=None, verdict="b higher",
+                     delta=-2.0, ci_low=-3.0, ci_high=-1.0, p=0.001, p_corrected=0.002, display_scale=1.0)
+    text = found.sentence()
+    assert text.startswith("cnndm, FKGL normal (no direction is better): N (0-shot) is higher than M (0-shot). "
+                           "Δ (M (0-shot) − N (0-shot)) = -2.00, 97.5 % CI [-3.00, -1.00]")
+    assert "better" not in text.replace("no direction is better", "")
+    assert _verdict(higher_is_better=False, verdict="a better").sentence().startswith(
+        "cnndm, BERTScore (lower is better): M (0-shot) is better than N (0-shot). ")
 
 
 def test_sentences_say_why_nothing_was_found():
@@ -154,8 +174,8 @@ def test_a_failed_document_is_left_out_of_the_comparison_through_the_report(tmp_
     _fail_scorer(broken, set(range(8)))
     assert report.main([str(runs), "--out", str(tmp_path / "r"), "--no-plots", "--no-progress"]) == 0
     data = json.loads((tmp_path / "r" / "comparisons.json").read_text())
-    assert data["rule"] == RULE and data["verdicts"] == ["a better", "b better", "no difference detected",
-                                                         "not computed"]
+    assert data["rule"] == RULE and data["verdicts"] == ["a better", "b better", "a higher", "b higher",
+                                                         "no difference detected", "not computed"]
     comparisons = data["comparisons"]
     rows = {name: [json.loads(line) for line in next(p.parent.glob("samples_*.jsonl")).read_text().splitlines()]
             for name, p in (("strong", strong), ("weak", weak))}
@@ -188,3 +208,25 @@ def test_a_failed_document_is_left_out_of_the_comparison_through_the_report(tmp_
     assert said[comparisons.index(lost[0])].endswith(f"not computed between {lost[0]['a']} and {lost[0]['b']}: "
                                                      f"{lost[0]['reason']}.")
     assert html.unescape(page).count(RULE) == 1
+
+
+def test_the_page_names_the_higher_side_and_says_no_direction_is_better():
+    """The page's verdict row, its question sentence and its definition of a metric whose record
+    declares no better direction (CCSBench's FKGL of normal-readability requests)."""
+    from lm_eval_tasks.report import page
+    from lm_eval_tasks.report.tables import Table
+
+    found = _verdict(metric="fkgl_normal", metric_name="FKGL normal", higher_is_better=None, verdict="b higher",
+                     delta=-2.0, ci_low=-3.0, ci_high=-1.0, p=0.001, p_corrected=0.002, display_scale=1.0)
+    table = Table("significance", "Significance", ["Subset"], [["cnndm"]])
+    numbered = {"significance": [(0, found)]}
+    _, [row] = page.verdict_table([table], numbered)
+    assert row[2] == "FKGL normal (no direction is better)" and row[-1] == "N (0-shot) higher"
+    [(_, rest)] = page.questions([table], numbered)
+    assert rest == ", FKGL normal (no direction is better), 1 comparison: N (0-shot) higher than M (0-shot) on cnndm."
+    [(term, text)] = page.definitions(["fkgl_normal"], False)
+    assert term == "FKGL normal" and text.endswith("(key fkgl_normal; no direction is better: comparisons name "
+                                                   "the higher side)")
+    better = _verdict(verdict="b better", p_corrected=0.002, ci_low=0.005)
+    _, [row] = page.verdict_table([table], {"significance": [(0, better)]})
+    assert row[2] == "BERTScore" and row[-1] == "N (0-shot) better"

@@ -4,7 +4,8 @@ with the task catalogue.
 Why: users read ``lm_eval_tasks/<benchmark>/README.md`` for the task and group names,
 the citation and what changed between task versions; a name the catalogue no longer
 has, or a version the YAMLs do not carry, sends them wrong. The template is
-lm-evaluation-harness's ``templates/new_yaml_task/README.md``.
+lm-evaluation-harness's ``templates/new_yaml_task/README.md``. Its subset table and metric
+list are generated from the records (:mod:`lm_eval_tasks.readmes`).
 """
 
 from __future__ import annotations
@@ -107,3 +108,50 @@ def test_changelog_ends_at_the_current_task_version(benchmark):
     assert versions[0] == catalog.record(benchmark).version, "the newest entry is the YAMLs' metadata.version"
     assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
     assert f"version: {catalog.record(benchmark).version}" in catalog.template_yaml(benchmark)
+
+
+# ------------------------------------------------------------------ generated sections
+
+
+def test_the_subset_and_metric_lists_are_generated_and_a_stale_one_is_rewritten(tmp_path):
+    """Each README's subset table and metric list are generated sections (tests/unit/test_docs.py
+    checks that they equal the records); one that lost a row, as a hand-kept list did when a
+    family or subset was added, reads as stale and ``--write`` restores it, leaving the prose
+    around the markers as written."""
+    from lm_eval_tasks import reference
+
+    for bench in catalog.BENCHMARKS:
+        assert {f"{bench}-subsets", f"{bench}-metrics"} <= set(reference.SECTIONS)
+    page = tmp_path / "lm_eval_tasks" / "medqsum" / "README.md"
+    page.parent.mkdir(parents=True)
+    current = (catalog.TASKS_DIR / "medqsum" / "README.md").read_text(encoding="utf-8")
+    stale = current.replace("| `cider` | CIDEr-D |", "| `cider_gone` | CIDEr-D |").replace("prose", "prose!")
+    page.write_text(stale + "written by hand\n", encoding="utf-8")
+    assert reference.section_text("medqsum-metrics", tmp_path) != reference.SECTIONS["medqsum-metrics"][1]()
+    assert reference.write_section("medqsum-metrics", tmp_path)
+    assert page.read_text(encoding="utf-8") == current.replace("prose", "prose!") + "written by hand\n"
+    assert not reference.write_section("medqsum-metrics", tmp_path)
+
+
+def test_the_metric_list_says_which_tasks_report_each_family_and_which_direction_is_better():
+    from lm_eval_tasks.readmes import metric_table, reported_by
+
+    ccs, adapt = catalog.select("ccsbench"), catalog.select("adapteval")
+    assert reported_by(ccs, "rouge") == "every task"
+    assert reported_by(ccs, "ccs_length") == "every task of subsets `length`, `compositional`"
+    assert reported_by(adapt, "judge") == "`_judged` tasks" and reported_by(adapt, "fm") == "`_fm` tasks"
+    assert reported_by(catalog.select("domainsum", level="genre", shots=2)[:2] + catalog.select(
+        "domainsum", level="style", shots=0)[:1], "rouge") == "every task"
+    rows = {line.split(" | ")[0].strip("| `"): line.split(" | ") for line in metric_table(ccs).splitlines()[2:]}
+    assert rows["fkgl_normal"][3] == "neither" and rows["fkgl_high"][3] == "lower" and rows["delta_fkgl"][3] == "higher"
+    assert len(rows) == len({k for t in ccs for k in catalog.metric_keys(t)})
+
+
+def test_reported_by_names_the_tasks_when_no_suffix_or_subset_describes_them():
+    from lm_eval_tasks.readmes import reported_by
+
+    # FM on the two _fm tasks and on one two-shot task: no suffix, subset or both describe them
+    mixed = [t if t.name != "adapteval_pubmed_2shot" else catalog.TaskSpec(
+        t.name, t.benchmark, t.subset, t.shots, t.variant, (*t.families, "fm"), t.max_gen_toks, t.until, t.level)
+        for t in catalog.select("adapteval")]
+    assert reported_by(mixed, "fm") == "`adapteval_pubmed_2shot`, `adapteval_arxiv_fm`, `adapteval_pubmed_fm`"
