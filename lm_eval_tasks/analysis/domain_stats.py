@@ -338,11 +338,12 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
     """DomainSum Table 5's published value of every measured DomainSum domain and measure,
     beside the user's (on the paper's scale: x100 for the percentages), each with its
     citation and the check of how the user's corpus was measured against the paper's
-    protocol (:func:`lm_eval_tasks.report.beside.beside`): the pairs measured and their
+    protocol (:func:`lm_eval_tasks.published.beside.beside`): the pairs measured and their
     split (the paper states neither), the tokenizer (the paper names none) and the
     measures' definitions (the ``domainsum`` profile is the paper's; ``newsroom`` is
     Grusky et al.'s). Empty for another benchmark: its domains are not the paper's."""
-    from lm_eval_tasks.report import beside, protocol, published
+    from lm_eval_tasks import published
+    from lm_eval_tasks.published import beside, protocol
 
     benchmark, table = PUBLISHED_TABLE
     paper = published.load(benchmark)
@@ -365,7 +366,7 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
 
 def published_markdown(published: list[dict]) -> str:
     """The section of ``domain_stats.md`` that shows :func:`published_beside`."""
-    from lm_eval_tasks.report.beside import beside_markdown
+    from lm_eval_tasks.published.beside import beside_markdown
 
     if not published:
         return ""

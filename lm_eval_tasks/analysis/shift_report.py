@@ -4,7 +4,7 @@ beside the run.
 Why apart from the runner (:mod:`lm_eval_tasks.analysis.token_shift`): the runner computes
 the statistics; what a reader sees next to them — the paper's published KL and token
 shift rate of the same domain, cited, and whether the run followed the paper's protocol —
-is the check every command shares (:mod:`lm_eval_tasks.report.beside`), fed with what a
+is the check every command shares (:mod:`lm_eval_tasks.published.beside`), fed with what a
 token-shift run did.
 
 :func:`published_beside`: for a run of an AdaptEval domain (the task named by ``--task``
@@ -55,7 +55,8 @@ def published_beside(result: dict[str, Any], task: str | None, decoding: str | N
     (module docstring); empty when the run's task is not an AdaptEval domain. ``decoding``:
     ``greedy`` or ``sampled``, as the samples' generation arguments say (None: not said)."""
     from lm_eval_tasks import catalog
-    from lm_eval_tasks.report import beside, protocol, published
+    from lm_eval_tasks import published
+    from lm_eval_tasks.published import beside, protocol
 
     name, table = PUBLISHED_TABLE
     paper = published.load(name)
@@ -96,7 +97,7 @@ def published_beside(result: dict[str, Any], task: str | None, decoding: str | N
 def decoding_of(sample: dict[str, Any]) -> str | None:
     """``greedy`` or ``sampled``: how a samples file's line says its summary was generated
     (its generation arguments' ``do_sample`` and ``temperature``); None where it says neither."""
-    from lm_eval_tasks.report.protocol import sampled
+    from lm_eval_tasks.published.protocol import sampled
 
     args = (((sample.get("arguments") or {}).get("gen_args_0") or {}).get("arg_1")) if sample else None
     if not isinstance(args, dict) or ("do_sample" not in args and "temperature" not in args):
@@ -125,7 +126,7 @@ def format_summary(result: dict[str, Any]) -> str:
     lines.append("KL in nats per position (mean over positions, then documents); AdaptEval Table 4 states no "
                  "unit for its KL (the result's published_comparison)")
     if result.get("published"):
-        from lm_eval_tasks.report.beside import beside_markdown
+        from lm_eval_tasks.published.beside import beside_markdown
 
         lines += ["", "Beside AdaptEval Table 4 (published; 'published' in the JSON). " + TABLE4_UNITS, "",
                   beside_markdown(result["published"]).rstrip()]

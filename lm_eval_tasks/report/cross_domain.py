@@ -294,11 +294,12 @@ def published_beside(frame: pd.DataFrame, mats: Sequence[CrossMatrix]) -> list[d
     """DomainSum Table 6's published values of every train -> test pair and metric a
     matrix holds (each of the paper's models: BART and Llama3.1-8B), beside the user's cell
     (the score, and its Δ beside the paper's printed gain over in-domain fine-tuning), each
-    cited and checked against the paper's protocol (:func:`lm_eval_tasks.report.beside.beside`):
+    cited and checked against the paper's protocol (:func:`lm_eval_tasks.published.beside.beside`):
     the model fine-tuned (the paper's row's checkpoint or not), the documents scored (the
     results file's ``n-samples``) against the paper's 500, the scorers' recorded variants
     and the generation settings."""
-    from lm_eval_tasks.report import beside, protocol, published
+    from lm_eval_tasks import published
+    from lm_eval_tasks.published import beside, protocol
 
     name, table = PUBLISHED_TABLE
     paper = published.load(name)
@@ -332,10 +333,10 @@ def published_beside(frame: pd.DataFrame, mats: Sequence[CrossMatrix]) -> list[d
 
 
 def _cell_facts(path: Path, task: str, label: str, target: str) -> tuple[Any, str]:
-    """(the :class:`~lm_eval_tasks.report.protocol.RunFacts` of ``task`` in the results file
+    """(the :class:`~lm_eval_tasks.published.protocol.RunFacts` of ``task`` in the results file
     ``path``, the model it was fine-tuned from): its documents, scorers and generation as
     recorded there."""
-    from lm_eval_tasks.report import protocol
+    from lm_eval_tasks.published import protocol
     from lm_eval_tasks.report.systems import system_of
     from lm_eval_tasks.results import documents_of
 
@@ -409,7 +410,7 @@ def write_cross_domain(root: Path, out: Path, metrics: Sequence[str], group_by: 
     written.append(out / "cross_domain.csv")
     beside_paper = published_beside(frame, every)
     if beside_paper:
-        from lm_eval_tasks.report.beside import beside_markdown
+        from lm_eval_tasks.published.beside import beside_markdown
 
         md += ["Beside the paper's published values (DomainSum Table 6, x100; Δ beside the paper's printed "
                "difference to in-domain fine-tuning):", "", beside_markdown(beside_paper)]

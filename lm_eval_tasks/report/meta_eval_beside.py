@@ -2,8 +2,8 @@
 ratings: medqsum's Tables 3 (revised annotations) and 5 (separated annotations).
 
 Why here and not in :mod:`custom_metrics.analysis.meta_eval`: the published numbers and
-the protocol check live in the suite's report (:mod:`lm_eval_tasks.report.published`,
-:mod:`lm_eval_tasks.report.beside`), which the metric library must not import; the
+the protocol check live in the suite's report (:mod:`lm_eval_tasks.published`,
+:mod:`lm_eval_tasks.published.beside`), which the metric library must not import; the
 library computes the correlations, this module places the paper's beside them.
 
 A published value stands beside the user's correlation of the same metric (the value's
@@ -11,7 +11,7 @@ A published value stands beside the user's correlation of the same metric (the v
 ``--compute`` adds), aspect and annotator (the user's annotator whose name ends in the
 paper's number: ``ann1``, ``Annotator 1``, ``1``). The user's number is the Pearson r at
 the global level (every (sample, summary) pair pooled, the paper's Section 5.3), x100
-as printed. Each record is :func:`lm_eval_tasks.report.beside.beside`'s, and its check
+as printed. Each record is :func:`lm_eval_tasks.published.beside.beside`'s, and its check
 says, in words, what differs: the samples (the input's questions against the paper's
 500), the pairs the correlation used (against 500 samples x 5 summaries), the correlation
 function (Pearson here; the paper does not name its own), which annotations the ratings
@@ -62,7 +62,7 @@ def _variant(key: str, info: dict[str, Any], computed: bool) -> tuple[str, Any] 
         used = {"bertscore_encoders": info.get("bertscore_model_used"), "rouge_stemming": info.get("rouge_stemming"),
                 "perplexity_model": None}[name]
         if name == "bertscore_encoders" and used is not None:
-            from lm_eval_tasks.report.protocol import encoder_name
+            from lm_eval_tasks.published.protocol import encoder_name
 
             layer = info.get("bertscore_layers_used")
             used = encoder_name(used) + (f" layer {layer}" if layer is not None else "")
@@ -72,9 +72,10 @@ def _variant(key: str, info: dict[str, Any], computed: bool) -> tuple[str, Any] 
 
 def published_beside(summary: dict[str, Any], benchmark: str | None = None) -> list[dict[str, Any]]:
     """medqsum Tables 3 and 5 beside the run's correlations (module docstring): one
-    :func:`~lm_eval_tasks.report.beside.beside` record per published value that has a
+    :func:`~lm_eval_tasks.published.beside.beside` record per published value that has a
     user's correlation of the same metric, aspect and annotator."""
-    from lm_eval_tasks.report import beside, protocol, published
+    from lm_eval_tasks import published
+    from lm_eval_tasks.published import beside, protocol
 
     name, tables = PUBLISHED_TABLES
     corr = summary.get("human_correlations")
@@ -116,7 +117,7 @@ def published_beside(summary: dict[str, Any], benchmark: str | None = None) -> l
 def notes(summary: dict[str, Any]) -> list[str]:
     """Why nothing stands beside an FD input: the Facet-aware Metric paper's correlations
     are unreadable heat maps (as its data file says)."""
-    from lm_eval_tasks.report import published
+    from lm_eval_tasks import published
 
     if summary["counts"].get("format") != "fd":
         return []
@@ -128,7 +129,7 @@ def notes(summary: dict[str, Any]) -> list[str]:
 
 def markdown(records: list[dict[str, Any]], said: list[str]) -> str:
     """The Markdown section of ``meta_eval.md``: the records' table, or the notes; empty without either."""
-    from lm_eval_tasks.report.beside import beside_markdown
+    from lm_eval_tasks.published.beside import beside_markdown
 
     if not records and not said:
         return ""

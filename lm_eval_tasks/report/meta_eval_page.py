@@ -110,9 +110,9 @@ def draw_figures(data: dict[str, Any], folder: Path) -> Figures:
 
 def published_table(records: list[dict[str, Any]], said: list[str]) -> Table | None:
     """The run's correlations beside the published ones (x100), each cited and checked."""
-    from lm_eval_tasks.report.beside import BESIDE_HEADER
+    from lm_eval_tasks.published.beside import BESIDE_HEADER
     from lm_eval_tasks.report.meta_eval_beside import COEFFICIENT, LEVEL
-    from lm_eval_tasks.report.protocol import DIFFERENT, SAME
+    from lm_eval_tasks.published.protocol import DIFFERENT, SAME
 
     if not records and not said:
         return None

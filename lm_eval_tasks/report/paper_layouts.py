@@ -6,7 +6,7 @@ CCSBench Tables 4 and 5 are the same kind of table — rows are systems in a set
 columns are (paper column, suite key, subset) — and differ only in which columns, which
 settings and which subsets a row reads. A layout names its columns by the paper's own
 column names, so each published cell is found in the paper's data file
-(:mod:`~lm_eval_tasks.report.published`) by (table, row, column) and each of the user's
+(:mod:`~lm_eval_tasks.published`) by (table, row, column) and each of the user's
 cells by (system, subset, shots, variant) and the column's suite key; no number is typed
 here.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from lm_eval_tasks.report import published
-from lm_eval_tasks.report.protocol import COLUMN, PUBLISHED_CELL, check_runs, row_record, setting_of
+from lm_eval_tasks import published
+from lm_eval_tasks.published.protocol import COLUMN, PUBLISHED_CELL, check_runs, row_record, setting_of
 from lm_eval_tasks.report.tables import Builder, Table
 
 
@@ -92,7 +92,7 @@ def published_source(paper: published.Published, value: dict) -> str:
 def published_caption(paper: published.Published, table: str) -> str:
     """The caption sentence that says the (published) rows are the paper's, as printed."""
     return (f" Rows marked (published): {paper.paper}'s {table} as printed ({paper.citation}; data file "
-            f"lm_eval_tasks/report/published/{paper.path.name}), not recomputed and never pooled with this "
+            f"lm_eval_tasks/published/{paper.path.name}), not recomputed and never pooled with this "
             "run's systems.")
 
 

@@ -4,7 +4,7 @@
   the runs cover; rows the systems, columns each evaluated domain's ROUGE and BERTScore,
   a cell ``0-shot (2-shot − 0-shot; p)`` with the best zero-shot (†) and the best
   two-shot (‡) value marked. Below the user's systems, the paper's rows as published
-  (:mod:`~lm_eval_tasks.report.published`), marked and cited as such and with their own
+  (:mod:`~lm_eval_tasks.published`), marked and cited as such and with their own
   best marks: a published number is never pooled with the user's (no best, mean or test
   spans both).
 * the other papers' layouts (AdaptEval Table 3, CCSBench Tables 4 and 5): declared as
@@ -35,11 +35,11 @@ from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
 from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
-from lm_eval_tasks.report import published
+from lm_eval_tasks import published
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_layouts import (LAYOUTS, paper_layouts, protocol_caption, published_caption,
                                                 published_source)
-from lm_eval_tasks.report.protocol import (COLUMN, PUBLISHED_CELL, check_runs, check_table, metrics_of, row_record,
+from lm_eval_tasks.published.protocol import (COLUMN, PUBLISHED_CELL, check_runs, check_table, metrics_of, row_record,
                                            run_facts)
 from lm_eval_tasks.report.runs import Run
 from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
@@ -204,7 +204,7 @@ def paper_vs_run(builder: Builder, benchmark: str) -> Table | None:
                      "the paper's task and setting; This run − paper in the paper's units. The paper's number "
                      "is on its own documents (the protocol column says how many); this run's on its own (n). "
                      "2-shot: the paper's 0-shot value plus its published difference. Data file: "
-                     f"lm_eval_tasks/report/published/{paper.path.name}." + protocol_caption(paper)))
+                     f"lm_eval_tasks/published/{paper.path.name}." + protocol_caption(paper)))
 
 
 def _published(paper: published.Published, model: str, subset: str | None, metric: str,
@@ -254,7 +254,7 @@ def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
 
 #: the page's definitions of the words these tables head columns with
 TERMS = [("Source", "this run: the user's system scored from its logged samples; otherwise the paper, table and "
-                    "row a published number is printed in (lm_eval_tasks/report/published/<benchmark>.json)"),
+                    "row a published number is printed in (lm_eval_tasks/published/<benchmark>.json)"),
          ("(published)", "a row of numbers as the paper prints them, not recomputed; never part of this run's "
                          "statistics, bests or verdicts"),
          ("0-shot (2-shot − 0-shot; p)", "DomainSum Table 2's cell: the zero-shot score, then the two-shot score "
@@ -272,7 +272,7 @@ TERMS = [("Source", "this run: the user's system scored from its logged samples;
                   "the run scored against the paper's test set or sample, each shown metric's variant (ROUGE "
                   "stemming; BERTScore encoder, layer, idf, baseline rescaling; DVO vocabulary size; judge model) "
                   "and the generation budget and decoding, against the protocol in the paper's data file "
-                  "(lm_eval_tasks/report/published/<benchmark>.json, \"protocols\"); the same checks are in "
+                  "(lm_eval_tasks/published/<benchmark>.json, \"protocols\"); the same checks are in "
                   "paper_rows.json")]
 #: which terms each kind of table uses
 _USES = {"table2": ("Source", "(published)", "0-shot (2-shot − 0-shot; p)", "† / ‡", COLUMN),

@@ -63,7 +63,7 @@ class Table:
     #: the benchmark's citation, shown once under the first of its tables
     citation: str = ""
     #: one object per row of this run placed beside a paper's published rows: the row and its
-    #: check against the paper's protocol (report/protocol.py; written to paper_rows.json)
+    #: check against the paper's protocol (published/protocol.py; written to paper_rows.json)
     paper_rows: list[dict[str, Any]] = field(default_factory=list)
     #: a table too wide for a laptop, as the page shows it: one table per (title, column indices)
     panels: list[tuple[str, list[int]]] = field(default_factory=list)

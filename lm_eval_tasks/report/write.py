@@ -15,7 +15,7 @@ only) and writes into ``--out``:
   sentence under its table;
 * ``paper_rows.json``: every row of this run placed beside a paper's published rows (the
   papers' layouts and ``<benchmark>_paper_vs_run``), checked field by field against the
-  paper's protocol (:mod:`lm_eval_tasks.report.protocol`): ``comparable`` and the
+  paper's protocol (:mod:`lm_eval_tasks.published.protocol`): ``comparable`` and the
   ``differences``; the page shows the same beside each row;
 * ``figures/*.png``.
 

@@ -20,7 +20,7 @@ from conftest import report_table
 from helpers.report import _scipy_paired
 from helpers.report_page import TS, write_system
 from lm_eval_tasks.commands import report
-from lm_eval_tasks.report import published
+from lm_eval_tasks import published
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 OTHER = "org/other-model"

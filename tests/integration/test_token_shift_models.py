@@ -297,7 +297,7 @@ def test_table4_beside_the_run_with_the_unit_caveat(work, base_dir, noisy_dir, s
     shift_rate, cited, with the differences named: the documents averaged against the paper's
     10, KL's unit (the paper states none), the tokens (a 7-word vocabulary, not the paper's
     10k) and the models of the paper's row."""
-    from lm_eval_tasks.report import published
+    from lm_eval_tasks import published
 
     vocab = work / "vocab_beside.tsv"
     vocab.write_text("".join(f"{w}\t1\n" for w in VOCAB), encoding="utf-8")

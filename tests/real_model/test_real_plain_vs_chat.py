@@ -125,7 +125,7 @@ def test_first_table_is_domainsum_table2_with_the_papers_rows(pair):
         best = max((name, f"{name} (chat)"), key=lambda s: scores[s, column])
         assert [s for s in mine if mine[s][column].endswith("†")] == [best], column
     # the paper's rows, as its data file prints them, below the user's: value (2-shot − 0-shot)
-    data = json.loads((ROOT / "lm_eval_tasks/report/published/domainsum.json").read_text(encoding="utf-8"))
+    data = json.loads((ROOT / "lm_eval_tasks/published/domainsum.json").read_text(encoding="utf-8"))
     cells = {(v["model"], v["metric"], v["setting"]): v["value"] for v in data["values"]
              if v["table"] == "Table 2" and v.get("subset") == "cnndm"}
     theirs = {r["System"]: r for r in rows if r["Source"] != "this run"}
@@ -149,7 +149,7 @@ def test_paper_rows_say_how_each_run_differs_from_the_papers_protocol(pair):
     sampled test documents); the page says the same sentence beside each system's row in the
     HTML and the Markdown."""
     out, name = pair["out"], pair["system"]
-    data = json.loads((ROOT / "lm_eval_tasks/report/published/domainsum.json").read_text(encoding="utf-8"))
+    data = json.loads((ROOT / "lm_eval_tasks/published/domainsum.json").read_text(encoding="utf-8"))
     protocol = data["protocols"]["Table 2"]
     encoder = protocol["metrics"]["BERTScore"]
     rows = json.loads((out / "paper_rows.json").read_text(encoding="utf-8"))

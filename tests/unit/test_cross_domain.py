@@ -193,7 +193,7 @@ def test_published_table6_beside_each_pair(cross_root, tmp_path):
     paper's values (each of its models, score and Δ) beside the user's cell, cited, with the
     differences named: the model fine-tuned (the same checkpoint as BART's row here, not
     Llama's) and the documents scored (the results file's n-samples) against the paper's 500."""
-    from lm_eval_tasks.report import published
+    from lm_eval_tasks import published
 
     root, files = cross_root
     data = json.loads(files["cnndm"].read_text())

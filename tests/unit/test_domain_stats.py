@@ -323,7 +323,7 @@ def test_published_table5_beside_each_domain(genre_run, fixture_data_dir):
     """Every DomainSum domain measured gets the paper's Table 5 value of each measure beside
     its own (on the paper's scale), cited, with the differences in protocol named: the pairs
     measured against the count the paper does not state, the split and the tokenizer."""
-    from lm_eval_tasks.report import published
+    from lm_eval_tasks import published
 
     data = json.loads(published.data_file("domainsum").read_text(encoding="utf-8"))
     table5 = {(v["subset"], v["measure"]): v for v in data["values"] if v["table"] == "Table 5"}

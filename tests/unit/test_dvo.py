@@ -274,7 +274,7 @@ def test_bench_corpus_is_exactly_counted():
 
 def test_the_run_records_the_vocabulary_and_its_size(tmp_path):
     """What a harness run records about DVO (the family's ``describe``): the file and its number
-    of words, against which a paper's "top 10k words" is checked (report/protocol.py)."""
+    of words, against which a paper's "top 10k words" is checked (lm_eval_tasks/published/protocol.py)."""
     from lm_eval_tasks.scoring_context import family_context
 
     words = [("protein", 9), ("cell", 4), ("dose", 2)]

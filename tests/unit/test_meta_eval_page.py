@@ -147,7 +147,7 @@ def test_command_puts_medqsum_published_correlations_beside_the_run(tmp_path):
                                  "--out", str(out), "--bootstrap", "0", "--no-progress"])
     assert rc == 0
     records = json.loads((out / "summary.json").read_text(encoding="utf-8"))["published"]
-    data = json.loads((Path(__file__).resolve().parents[2] / "lm_eval_tasks" / "report" / "published"
+    data = json.loads((Path(__file__).resolve().parents[2] / "lm_eval_tasks" / "published"
                        / "medqsum.json").read_text(encoding="utf-8"))
     scores = pd.read_csv(FIX / "medqsum_scores.csv")
     ratings = pd.read_csv(FIX / "medqsum_ratings.csv", keep_default_na=False)

@@ -1,4 +1,4 @@
-"""The papers' published numbers (lm_eval_tasks/report/published/*.json): schema, counts and values.
+"""The papers' published numbers (lm_eval_tasks/published/*.json): schema, counts and values.
 
 The quoted lines below are copied verbatim from the papers' plain text (DomainSum Tables
 1-6, AdaptEval Tables 1-5, medqsum Tables 1-5, CCSBench Tables 1, 2, 4, 5 and 7, the
@@ -14,7 +14,7 @@ import re
 import pytest
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.report import published
+from lm_eval_tasks import published
 
 DOMAINSUM_T2 = ("Llama3.1-8B", "Genre Shift", ("CNN/DM", "PubMed", "Reddit", "SAMSum", "WikiHow"),
                 "26.02 (-0.80)\t87.46 (+0.14)\t21.07 (+1.54)\t83.54 (+0.18)\t11.83 (+3.82)\t81.81 (+1.07)\t"

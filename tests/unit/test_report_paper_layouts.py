@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.report import published
+from lm_eval_tasks import published
 from lm_eval_tasks.report.page import markdown, table_html
 from lm_eval_tasks.report.figures import Figures
 from lm_eval_tasks.report.paper_layouts import LAYOUTS

@@ -1,6 +1,6 @@
 """A run beside a paper's published numbers: the papers' protocols (``"protocols"`` in
-lm_eval_tasks/report/published/*.json, checked at load) and the field-by-field check of a
-run against them (lm_eval_tasks/report/protocol.py), on hand-built runs and protocols.
+lm_eval_tasks/published/*.json, checked at load) and the field-by-field check of a
+run against them (lm_eval_tasks/published/protocol.py), on hand-built runs and protocols.
 
 Every expected difference below is written out from the inputs of its case (the run's
 encoder, layer, document count; the protocol's), never read back from the code under test.
@@ -17,8 +17,8 @@ import pytest
 
 from helpers.report_page import write_system
 from lm_eval_tasks.commands import report
-from lm_eval_tasks.report import published
-from lm_eval_tasks.report.protocol import (DOCUMENTS, RunFacts, check, check_table, combined, encoder_name,
+from lm_eval_tasks import published
+from lm_eval_tasks.published.protocol import (DOCUMENTS, RunFacts, check, check_table, combined, encoder_name,
                                            run_facts, sampled, settings_match)
 
 #: passages copied verbatim from the papers' plain text (AdaptEval Appendix A.1 and A.3, Table 6's

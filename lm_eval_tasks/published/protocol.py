@@ -1,6 +1,6 @@
 """Is a run's number comparable with the paper's beside it? A field-by-field check of what
 the run did against the paper's protocol (``"protocols"`` in the paper's data file,
-:mod:`lm_eval_tasks.report.published`).
+:mod:`lm_eval_tasks.published`).
 
 Why: a number is only comparable with a published one when it was produced the same way.
 A run scored with MiniLM (layer 6) on 24 documents printed above a paper's roberta-large
@@ -9,7 +9,7 @@ so beside the number, in words, or say "same protocol".
 
 Two halves, so any command that puts a published number beside a user's (the report's
 paper layouts; domain statistics, cross-domain matrices, meta-evaluation and token shift
-through :mod:`lm_eval_tasks.report.beside`) reuses one rule:
+through :mod:`lm_eval_tasks.published.beside`) reuses one rule:
 
 * :class:`RunFacts` — what one run did: its model, setting (shots or fine-tuned), subset,
   how many documents it scored, its metrics' recorded variants (ROUGE stemming, BERTScore
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.report.published import Published, is_unknown, metric_kind
+from lm_eval_tasks.published import Published, is_unknown, metric_kind
 
 #: the protocol fields compared per kind of metric (the others, e.g. a ROUGE ``variant``,
 #: are fixed by the suite key a column reads and are shown, not compared)

@@ -1,5 +1,13 @@
 """The papers' published numbers, shipped as data: ``published/<benchmark>.json``.
 
+Why a package below ``report`` and the analysis commands, not inside ``report``: the
+report and the analysis commands (``domain-stats``, ``token-shift``, ``cross-domain``,
+``meta-eval``) all place a user's numbers beside the paper's, through one record
+(:mod:`~lm_eval_tasks.published.beside`) and one protocol check
+(:mod:`~lm_eval_tasks.published.protocol`); living in ``report`` made the analysis
+package import the report while the report imports the analysis (the change-amplitude
+study it lays out).
+
 Why data and not code: a reproduction is judged against the paper's own numbers, and a
 reviewer must be able to check every one of them against the paper without reading
 Python. Each file holds one paper's values, each with its table, row and column as the
@@ -28,7 +36,7 @@ A file's fields:
   does not give unambiguously (left out, never guessed), each with the reason;
 * ``protocols`` (the file's last key): table name -> how the paper produced that table's
   numbers, so a run placed beside them can be checked field by field
-  (:mod:`lm_eval_tasks.report.protocol`): ``source`` (where the paper, or its release where
+  (:mod:`lm_eval_tasks.published.protocol`): ``source`` (where the paper, or its release where
   the paper is silent, states it, quoted), ``documents`` (``split``, ``count`` — an int or
   subset -> int —, ``selection``), ``metrics`` (the paper's metric name -> its variant:
   ROUGE ``implementation``, ``variant``, ``stemming``; BERTScore ``encoder``, ``layer``,
@@ -55,7 +63,7 @@ from typing import Any
 from custom_metrics.errors import SuiteError
 
 #: the folder of the data files (shipped in the wheel: setup.cfg package_data)
-FOLDER = Path(__file__).with_name("published")
+FOLDER = Path(__file__).parent  # the JSON files lie beside this module
 #: fields every value carries
 REQUIRED = ("table", "row", "column", "value", "metric", "setting")
 #: the fields of a file, in the order the files keep them (``protocols`` last)

@@ -5,7 +5,7 @@ Why: ``domsum domain-stats`` (DomainSum Table 5), ``domsum cross-domain`` (Table
 Facet-aware Metric paper's tables) each show a published number next to the user's, and
 each must say, beside it, whether the two were produced the same way — with the same
 check, the same words and the same record as the report's ``paper_rows.json``
-(:mod:`lm_eval_tasks.report.protocol`), not a check of its own.
+(:mod:`lm_eval_tasks.published.protocol`), not a check of its own.
 
 :func:`beside` is one such pair as a command's JSON holds it (under ``published``):
 the published value, its citation, the user's value on the paper's scale, and
@@ -19,8 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lm_eval_tasks.report.protocol import COLUMN, DIFFERENT, SAME, Check, Field, RunFacts, check
-from lm_eval_tasks.report.published import Published
+from lm_eval_tasks.published.protocol import COLUMN, DIFFERENT, SAME, Check, Field, RunFacts, check
+from lm_eval_tasks.published import Published
 
 
 def beside(paper: Published, value: Mapping[str, Any], run_value: float | None, facts: RunFacts,
