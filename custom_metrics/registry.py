@@ -326,6 +326,8 @@ def json_safe(obj: Any) -> Any:
 
 
 _TABLE: dict[str, Family] | None = None
+#: the ``SETTING_ROWS`` the family modules declare, in module order (filled with the table)
+_ROWS: list = []
 
 
 def _collect() -> dict[str, Family]:
@@ -346,6 +348,7 @@ def _collect() -> dict[str, Family]:
 
     table: dict[str, Family] = {}
     owner: dict[str, str] = {}
+    _ROWS.clear()
     for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
         if info.ispkg or info.name.startswith("_"):
             continue
@@ -358,6 +361,7 @@ def _collect() -> dict[str, Family]:
                     raise ValueError(f"key {k!r} is reported by two families: {owner[k]} and {fam.name}")
                 owner[k] = fam.name
             table[fam.name] = fam
+        _ROWS.extend(getattr(module, "SETTING_ROWS", ()))
     return table
 
 
@@ -366,6 +370,16 @@ def _table() -> dict[str, Family]:
     if _TABLE is None:
         _TABLE = _collect()
     return _TABLE
+
+
+def setting_rows() -> tuple:
+    """Every settings row the library declares, each beside the code that reads it: the
+    family modules' ``SETTING_ROWS``, then the judge package's
+    (:func:`custom_metrics.judge.setting_rows`); ``lm_eval_tasks.settings`` collects them."""
+    from custom_metrics.judge import setting_rows as judge_rows
+
+    _table()
+    return (*_ROWS, *judge_rows())
 
 
 def names() -> tuple[str, ...]:
