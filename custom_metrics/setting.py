@@ -119,6 +119,11 @@ class Setting:
     system: str = ""
     #: the task-metadata key recording the value a run used (default ``<key>_used``)
     used: str = ""
+    #: the help of the ``--<key>`` flag (dashes for underscores) of ``domsum rescore`` that sets
+    #: the row ("": a flag without help); None: no such flag. ``flag_choices``: what the
+    #: flag takes, where narrower than ``choices``
+    flag: str | None = None
+    flag_choices: tuple[str, ...] | None = None
 
     def check(self, value: Any) -> str | None:
         """Why ``value`` (already of the row's type) is out of range; None when it is fine."""
@@ -153,6 +158,11 @@ class Setting:
     @property
     def used_key(self) -> str:
         return self.used or f"{self.key}_used"
+
+    @property
+    def flag_type(self) -> Callable[[Any], Any] | None:
+        """The ``type`` of the row's command flag (argparse names it in its errors)."""
+        return {as_int: int, as_float: float}.get(self.kind)
 
     @property
     def table_row(self) -> str:

@@ -461,12 +461,14 @@ BERTSCORE_SCI = Family(
 SETTING_ROWS = (
     Setting("bertscore_model", "DOMSUM_BERTSCORE_MODEL", str, None,
             "BERTScore encoder (hub id or local dir); unset = bert-score's English default (roberta-large).",
-            "scorers", before="scorer_device"),
+            "scorers", before="scorer_device",
+            flag="encoder (default: the one a samples file's run recorded, else DOMSUM_BERTSCORE_MODEL, else "
+                 "roberta-large)"),
     Setting("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", as_int, None,
             "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers", low=1,
-            after="bertscore_model"),
+            after="bertscore_model", flag=''),
     Setting("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", as_int, 64, "BERTScore batch size.", "scorers",
-            low=1, after="bertscore_layers"),
+            low=1, after="bertscore_layers", flag='default 64'),
     Setting("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
             "medqsum: scientific BERTScore encoder.", "scorers", after="vocab_dir"),
     Setting("sci_bertscore_layers", "DOMSUM_SCI_BERTSCORE_LAYERS", as_int, None,

@@ -81,7 +81,8 @@ EXTRACT_MAX_TOKENS = 1024
 #: FM's settings rows (collected by :func:`custom_metrics.judge.setting_rows`)
 SETTING_ROWS = (
     Setting("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers",
-            choices=("zero", "few"), system="judge"),
+            choices=("zero", "few"), system="judge",
+            flag="FM alignment prompts: zero-shot rules (default) or with the paper's examples"),
     Setting("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", as_int, EXTRACT_MAX_TOKENS,
             "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
             "slow or rambling judge.", "scorers", low=1),
