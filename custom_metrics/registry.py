@@ -204,7 +204,7 @@ class Family:
     source: str
     #: capability flags, each a word of :data:`NEEDS`
     needs: tuple[str, ...] = ()
-    #: setting keys (lm_eval_tasks/settings.py) the family reads from ``Context.settings``
+    #: setting keys (rows its module or another owner declares) the family reads from ``Context.settings``
     settings: tuple[str, ...] = ()
     #: option names (``Context.options``) a caller may hand the family from its own flags
     #: (``domsum rescore --vocabulary`` gives ``vocabulary_file``); others are not handed
