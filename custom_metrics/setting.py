@@ -175,7 +175,8 @@ class Setting:
 
 def arrange(rows: Iterable[Setting], groups: Sequence[str]) -> dict[str, Setting]:
     """The rows by key, in page order: group by group, each row without a place in the
-    order given, each row with one (``after`` / ``before``) beside the row it names.
+    order given, each row with one (``after`` / ``before``) beside the row it names (rows
+    placed after the same row in the order given).
 
     Why places rather than one ordered list: the owners declare their rows apart, and a
     list naming them all would be the central table a new setting had to edit. A key
@@ -191,15 +192,19 @@ def arrange(rows: Iterable[Setting], groups: Sequence[str]) -> dict[str, Setting
         seen[row.key] = row
     page = [r.key for g in groups for r in rows if r.group == g and not (r.after or r.before)]
     waiting = [r for r in rows if r.after or r.before]
+    behind: dict[str, int] = {}  # rows already placed right after a row: the next goes after them
     while waiting:
-        placed = [r for r in waiting if (r.after or r.before) in page]
-        if not placed:
+        ready = [r for r in waiting if (r.after or r.before) in page]
+        if not ready:
             raise SuiteError(f"setting {waiting[0].key!r} is placed beside {waiting[0].after or waiting[0].before!r}, "
                              f"which no row declares")
-        for r in placed:
+        for r in ready:  # in declaration order, so a chain of rows keeps its order
             at = page.index(r.after or r.before)
-            page.insert(at + 1 if r.after else at, r.key)
-        waiting = [r for r in waiting if r not in placed]
+            if r.after:
+                at += 1 + behind.get(r.after, 0)
+                behind[r.after] = behind.get(r.after, 0) + 1
+            page.insert(at, r.key)
+            waiting.remove(r)
     return {key: seen[key] for key in page}
 
 

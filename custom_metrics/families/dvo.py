@@ -468,6 +468,6 @@ DVO = Family(
 SETTING_ROWS = (
     Setting("vocab_dir", ENV_VOCAB_DIR, str, DEFAULT_VOCAB_DIR,
             "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers", after="use_wordnet",
-            flag='vocabulary root (default: DOMSUM_VOCAB_DIR)'),
+            flag="vocabulary root (default: DOMSUM_VOCAB_DIR)"),
 )
 METRIC_FAMILIES = (DVO,)

@@ -96,31 +96,31 @@ class JudgeRequestError(JudgeError):
 # =========================================================================== config
 
 #: The judge's settings rows, declared here once: each fills the :class:`JudgeConfig` field
-#: that names it in its metadata (``field(metadata={"setting": ROW})``) and gives that field
-#: its default, so the settings page, the resolver (``lm_eval_tasks.settings.judge_config``)
+#: declared with it (:func:`_filled`: the row's key in the field's metadata) and gives that
+#: field its default, so the settings page, the resolver (``lm_eval_tasks.settings.judge_config``)
 #: and the dataclass read one declaration. A row keeps one name from the settings page to
 #: the code: ``judge_<field>``. A field filled by a suite-wide row names that row's key
 #: (``progress``); a field no setting fills (library callers and tests tune it) names none.
 S = Setting
 MODEL = S("judge_model", "DOMSUM_JUDGE_MODEL", str, None,
           "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge",
-          system="judge", flag='judge model (DOMSUM_JUDGE_MODEL)')
+          system="judge", flag="judge model (DOMSUM_JUDGE_MODEL)")
 BASE_URL = S("judge_base_url", "OPENAI_BASE_URL", str, None,
              "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge",
-             flag='OpenAI-compatible endpoint (OPENAI_BASE_URL)')
+             flag="OpenAI-compatible endpoint (OPENAI_BASE_URL)")
 CONCURRENCY = S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", as_int, None,
                 "Judge requests in flight, fixed; unset = adapted per batch: starts at 8, grows while answers "
                 "stay near the fastest latency, halves on 429/503/timeouts (at most 64).", "judge", low=1,
-                flag='requests in flight, fixed (default: adapted to the answers)')
+                flag="requests in flight, fixed (default: adapted to the answers)")
 CACHE = S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
           "SQLite cache of judge replies (`off` disables).", "judge",
           flag="SQLite cache path, or 'off' (DOMSUM_JUDGE_CACHE)")
 LOGPROBS = S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, "auto",
              "Score from the rating's token probabilities: on, off, auto.", "judge",
              choices=("on", "off", "auto", "true", "false", "1", "0", "yes", "no"),
-             flag='', flag_choices=("on", "off", "auto"))
+             flag="", flag_choices=("on", "off", "auto"))
 N_SAMPLES = S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", as_int, 20, "Sampled replies when logprobs are off.",
-              "judge", low=1, flag='replies per item without logprobs (default 20)')
+              "judge", low=1, flag="replies per item without logprobs (default 20)")
 TIMEOUT = S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", as_float, None,
             "Seconds per judge request attempt, in total (connect, send and every read: a reply dripped "
             "byte by byte is cut too); unset = 3 x the slowest answer, at least 60 (requests sent before "
@@ -128,7 +128,7 @@ TIMEOUT = S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", as_float, None,
 MAX_REQUESTS = S("judge_max_requests", "DOMSUM_JUDGE_MAX_REQUESTS", as_int, None,
                  "Most judge requests one run sends; items beyond are not judged (counted as `budget_skipped`, "
                  "NaN); re-run with a higher cap and the same cache to judge only those.", "judge", low=0,
-                 flag='most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)')
+                 flag="most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)")
 PRICE_PROMPT = S("judge_price_prompt", "DOMSUM_JUDGE_PRICE_PROMPT", as_float, None,
                  "Price per 1,000 prompt tokens: the estimate printed before judging shows a cost.", "judge", low=0)
 PRICE_COMPLETION = S("judge_price_completion", "DOMSUM_JUDGE_PRICE_COMPLETION", as_float, None,

@@ -108,13 +108,17 @@ def test_judge_config_from_the_rows_reads_given_settings_only(monkeypatch):
 def test_rows_stand_where_they_say_and_a_new_one_at_the_end_of_its_group():
     rows = list(settings.SETTINGS.values())
     new = Setting("new_family_knob", None, as_int, 3, "A family's new knob.", "scorers")
-    placed = Setting("placed_knob", None, str, None, "Beside ROUGE's.", "scorers", after="rouge_stemming")
+    placed = Setting("placed_knob", None, str, None, "Beside FM's.", "scorers", after="fm_extract_max_tokens")
     page = list(arrange([*rows, new, placed], settings.GROUPS))
     by_key = {**settings.SETTINGS, new.key: new, placed.key: placed}
     scorers = [k for k in page if by_key[k].group == "scorers"]
     assert scorers[-1] == "new_family_knob"
-    assert page[page.index("rouge_stemming") + 1] == "placed_knob"
+    assert page[page.index("fm_extract_max_tokens") + 1] == "placed_knob"
     assert list(arrange(rows, settings.GROUPS)) == list(settings.SETTINGS)  # the order is a fixed point
+    two = [Setting("a", None, str, None, "", "run"), Setting("x", None, str, None, "", "run", after="a"),
+           Setting("y", None, str, None, "", "run", after="a"), Setting("b", None, str, None, "", "run"),
+           Setting("z", None, str, None, "", "run", before="a")]
+    assert list(arrange(two, ("run",))) == ["z", "a", "x", "y", "b"]  # two rows after one keep their order
     with pytest.raises(SuiteError, match="'dup' is declared twice"):
         arrange([Setting("dup", None, str, None, "", "run"), Setting("dup", None, str, None, "", "run")], ("run",))
     with pytest.raises(SuiteError, match="beside 'nowhere', which no row declares"):
