@@ -53,6 +53,13 @@ DEFAULT_CACHE_DIR = "~/.cache/domsum/scores"
 CACHE_ENV = "DOMSUM_SCORE_CACHE"
 #: values of ``score_cache_dir`` that turn the cache off
 CACHE_OFF = frozenset({"off", "none", "false", "no", "0"})
+
+
+def is_off(value: Any) -> bool:
+    """A folder or file setting switched off: empty, or one of the score cache's words
+    (``off``, ``none``, ``false``, ``no``, ``0``), so every such setting reads them alike."""
+    text = "" if value is None else str(value).strip().lower()
+    return not text or text in CACHE_OFF
 #: bump when an entry's layout or meaning changes (old folders are then simply not read)
 CACHE_FORMAT = 1
 _MAGIC = b"DSBERT1\n"

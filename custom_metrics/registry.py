@@ -27,8 +27,7 @@ that :attr:`Key.corpus` folds into the corpus number (corpus BLEU, MAUVE, Pearso
 F1, the geometric mean of ROUGE means). The harness turns ``mean``/``nanmean`` keys
 into per-document scores with real standard errors.
 
-This module imports nothing from the tasks: settings arrive as plain values in
-:class:`Context` (resolved by ``lm_eval_tasks.settings``).
+Imports nothing from the tasks: settings arrive as plain values in :class:`Context`.
 """
 
 from __future__ import annotations
@@ -64,10 +63,8 @@ class Key:
 
     name: str
     #: which way is better: True higher, False lower, None neither (HELM's optional
-    #: ``lower_is_better``): a statistic with no good direction, such as the reading grade
-    #: of a summary no readability was asked of. Such a key is compared by which side is
-    #: higher, never by which is better (the report), and lm-eval receives None for it, as
-    #: it does itself for a group whose members disagree (no arrow in its table)
+    #: ``lower_is_better``; e.g. the reading grade of a summary no readability was asked of):
+    #: the report then names the higher side, never the better; lm-eval gets None (no arrow)
     higher_is_better: bool | None = True
     aggregation: str = "mean"
     #: corpus keys: (per-document items, context) -> the corpus value
@@ -218,7 +215,7 @@ class Family:
     source: str
     #: capability flags, each a word of :data:`NEEDS`
     needs: tuple[str, ...] = ()
-    #: setting keys (lm_eval_tasks/settings.py) the family reads from ``Context.settings``
+    #: setting keys (rows its module or another owner declares) the family reads from ``Context.settings``
     settings: tuple[str, ...] = ()
     #: option names (``Context.options``) a caller may hand the family from its own flags
     #: (``domsum rescore --vocabulary`` gives ``vocabulary_file``); others are not handed
@@ -340,6 +337,7 @@ def json_safe(obj: Any) -> Any:
 
 
 _TABLE: dict[str, Family] | None = None
+_ROWS: list = []  # the family modules' ``SETTING_ROWS``, in module order (filled with the table)
 
 
 def _collect() -> dict[str, Family]:
@@ -360,6 +358,7 @@ def _collect() -> dict[str, Family]:
 
     table: dict[str, Family] = {}
     owner: dict[str, str] = {}
+    _ROWS.clear()
     for info in sorted(pkgutil.iter_modules(families.__path__), key=lambda m: m.name):
         if info.ispkg or info.name.startswith("_"):
             continue
@@ -372,6 +371,7 @@ def _collect() -> dict[str, Family]:
                     raise ValueError(f"key {k!r} is reported by two families: {owner[k]} and {fam.name}")
                 owner[k] = fam.name
             table[fam.name] = fam
+        _ROWS.extend(getattr(module, "SETTING_ROWS", ()))
     return table
 
 
@@ -382,17 +382,23 @@ def _table() -> dict[str, Family]:
     return _TABLE
 
 
+def setting_rows() -> tuple:
+    """Every settings row the library declares beside the code that reads it (the family
+    modules' ``SETTING_ROWS``, then the judge's); ``lm_eval_tasks.settings`` collects them."""
+    from custom_metrics.judge import setting_rows as judge_rows
+
+    _table()
+    return (*_ROWS, *judge_rows())
+
+
 def names() -> tuple[str, ...]:
     """Every family name, in table order."""
     return tuple(_table())
 
 
 class UnknownFamily(SuiteError, KeyError):
-    """A metric family name the table does not hold; the message lists the close ones.
-
-    A ``KeyError`` too, so callers that look a name up may keep catching that; through
-    ``domsum`` it is one line and exit status 2.
-    """
+    """A family name the table does not hold (the message lists the close ones); a
+    ``KeyError`` too, for callers that catch that; through ``domsum`` one line, status 2."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; ours is a sentence
         return str(self.args[0])

@@ -37,7 +37,7 @@ def family_context(name: str, metadata: Mapping[str, Any] | None = None, *, benc
     missing = [key for key in fam.reads if key not in settings.SETTINGS]
     if missing:  # tests/unit/test_import_rules.py checks every record; here it is one line, not a KeyError
         raise settings.SettingError(f"metric family {name} reads {', '.join(missing)}, which "
-                                    f"lm_eval_tasks/settings.py has no row for")
+                                    f"no settings row declares (a family module declares its own in SETTING_ROWS)")
     meta = dict(metadata or {})
     return registry.Context(
         benchmark=benchmark, subset=subset,

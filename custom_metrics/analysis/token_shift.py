@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from custom_metrics.errors import SuiteError
+from custom_metrics.setting import Setting, as_int
 from custom_metrics.tokenize import word_tokenize
 
 if TYPE_CHECKING:
@@ -96,6 +97,20 @@ UNITS = {
 RELEASE_POS_PREFIXES = ("N", "J", "V")
 #: the NLTK data ``nltk.pos_tag`` loads (NLTK >= 3.9)
 TAGGER_RESOURCE = "averaged_perceptron_tagger_eng"
+#: the settings of the token shift (``domsum token-shift``), collected by ``lm_eval_tasks.settings``
+SETTING_ROWS = (
+    Setting("token_shift_positions", "DOMSUM_TOKEN_SHIFT_POSITIONS", str, "paper",
+            "`domsum token-shift` positions scored: `paper` (default; every summary position, as AdaptEval "
+            "Section 4 describes) or `release` (the release's part-of-speech selection: the nouns, adjectives "
+            "and verbs NLTK's tagger finds, by the release's word indices; needs NLTK's "
+            "`averaged_perceptron_tagger_eng` data): the positions of the `*_all_positions` statistics; the "
+            "plain `kl`, `shift_rate` are over the domain-vocabulary positions either way.",
+            "analysis", choices=("paper", "release")),
+    Setting("token_shift_samples", "DOMSUM_TOKEN_SHIFT_SAMPLES", as_int, 10,
+            "`domsum token-shift` documents drawn (seeded by `sample_seed`, file order kept) and averaged: "
+            "default 10, the paper's Table 4 protocol (\"calculated over 10 samples\"); `0` = every document.",
+            "analysis", low=0),
+)
 
 #: how AdaptEval Table 4's KL and shift rate may differ in unit from the statistics here: what
 #: the paper and its release say, and no more (the paper names no unit for its KL)

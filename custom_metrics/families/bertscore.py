@@ -40,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from custom_metrics.registry import Batch, Context, Family, Key, model_error
+from custom_metrics.setting import Setting, as_int
 
 log = logging.getLogger(__name__)
 
@@ -456,4 +457,21 @@ BERTSCORE_SCI = Family(
     optional=True,
 )
 
+#: the settings the two families read, placed on the settings page beside the scorer rows
+SETTING_ROWS = (
+    Setting("bertscore_model", "DOMSUM_BERTSCORE_MODEL", str, None,
+            "BERTScore encoder (hub id or local dir); unset = bert-score's English default (roberta-large).",
+            "scorers", before="scorer_device",
+            flag="encoder (default: the one a samples file's run recorded, else DOMSUM_BERTSCORE_MODEL, else "
+                 "roberta-large)"),
+    Setting("bertscore_layers", "DOMSUM_BERTSCORE_LAYERS", as_int, None,
+            "BERTScore layer; unset = bert-score's tuned layer for the model.", "scorers", low=1,
+            after="bertscore_model", flag=""),
+    Setting("bertscore_batch_size", "DOMSUM_BERTSCORE_BATCH_SIZE", as_int, 64, "BERTScore batch size.", "scorers",
+            low=1, after="bertscore_layers", flag="default 64"),
+    Setting("sci_bertscore_model", "DOMSUM_SCI_BERTSCORE_MODEL", str, DEFAULT_SCI_BERTSCORE_MODEL,
+            "medqsum: scientific BERTScore encoder.", "scorers", after="vocab_dir"),
+    Setting("sci_bertscore_layers", "DOMSUM_SCI_BERTSCORE_LAYERS", as_int, None,
+            "medqsum: scientific BERTScore layer.", "scorers", low=1, after="sci_bertscore_model"),
+)
 METRIC_FAMILIES = (BERTSCORE, BERTSCORE_SCI)

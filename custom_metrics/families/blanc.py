@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
+from custom_metrics.setting import Setting, as_int
 
 DEFAULT_MODEL = "bert-base-uncased"
 FILLER = "."
@@ -397,4 +398,10 @@ BLANC_TUNE = Family(
     optional=True,
 )
 
+SETTING_ROWS = (
+    Setting("blanc_model", "DOMSUM_BLANC_MODEL", str, DEFAULT_MODEL, "medqsum: BLANC masked LM.", "scorers",
+            after="sci_bertscore_layers"),
+    Setting("blanc_tune_epochs", "DOMSUM_BLANC_TUNE_EPOCHS", as_int, None, "medqsum: BLANC-tune epochs.", "scorers",
+            low=0, after="blanc_model"),
+)
 METRIC_FAMILIES = (BLANC_HELP, BLANC_TUNE)

@@ -66,6 +66,7 @@ from typing import Any
 
 from custom_metrics.errors import SuiteError
 from custom_metrics.registry import Batch, Context, Family, Key, ScorerUnavailable
+from custom_metrics.setting import Setting
 from custom_metrics.stopwords import ENGLISH_STOPWORDS
 from custom_metrics.tokenize import (
     chunk_keys,
@@ -464,4 +465,9 @@ DVO = Family(
     describe=_dvo_describe,
 )
 
+SETTING_ROWS = (
+    Setting("vocab_dir", ENV_VOCAB_DIR, str, DEFAULT_VOCAB_DIR,
+            "Folder of the domain vocabularies DVO reads (`domsum build-vocab`).", "scorers", after="use_wordnet",
+            flag="vocabulary root (default: DOMSUM_VOCAB_DIR)"),
+)
 METRIC_FAMILIES = (DVO,)

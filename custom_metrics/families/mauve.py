@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from custom_metrics.registry import NAN, Batch, Context, Family, Key, paired_texts, text_pairs
+from custom_metrics.setting import Setting, as_int
 
 DEFAULT_MODEL = "gpt2-large"
 SCALING = 5.0
@@ -245,4 +246,11 @@ MAUVE_FAMILY = Family(
     default_model=lambda: DEFAULT_MODEL, optional=True,
 )
 
+SETTING_ROWS = (
+    Setting("mauve_model", "DOMSUM_MAUVE_MODEL", str, DEFAULT_MODEL, "medqsum: MAUVE featurizer.", "scorers",
+            after="ppl_model"),
+    # the batch of every model-based battery family (BLANC, perplexity, MAUVE, scientific BERTScore)
+    Setting("metric_batch_size", "DOMSUM_METRIC_BATCH_SIZE", as_int, 16, "medqsum: model batch size.", "scorers",
+            low=1, after="mauve_model"),
+)
 METRIC_FAMILIES = (MAUVE_FAMILY,)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
+from custom_metrics.setting import Setting, as_bool
 
 MATCH_WORDNET = "exact+stem+wordnet"
 MATCH_STEM = "exact+stem"
@@ -121,4 +122,10 @@ METEOR = Family(
     describe=_meteor_describe,
 )
 
+SETTING_ROWS = (
+    Setting("use_wordnet", "DOMSUM_METEOR_WORDNET", as_bool, None,
+            "METEOR's WordNet-synonym stage: unset = when NLTK's WordNet data is installed (never downloaded); "
+            "`false` = exact + stem on every machine, so scores compare across machines (results record "
+            "`meteor_matching`).", "scorers", after="rouge_stemming"),
+)
 METRIC_FAMILIES = (METEOR,)

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 
 from custom_metrics.registry import Batch, Context, Family, Key, stripped
+from custom_metrics.setting import Setting
 
 DEFAULT_MODEL = "gpt2"
 
@@ -92,4 +93,8 @@ PERPLEXITY = Family(
     default_model=lambda: DEFAULT_MODEL, optional=True,
 )
 
+SETTING_ROWS = (
+    Setting("ppl_model", "DOMSUM_PPL_MODEL", str, DEFAULT_MODEL, "medqsum: perplexity language model.", "scorers",
+            after="blanc_tune_epochs"),
+)
 METRIC_FAMILIES = (PERPLEXITY,)

@@ -59,6 +59,7 @@ from functools import lru_cache
 from typing import Any
 
 from custom_metrics.registry import NAN, Batch, Context, Family, Key, column_means
+from custom_metrics.setting import Setting, as_bool
 
 log = logging.getLogger(__name__)
 
@@ -307,4 +308,9 @@ ROUGE = Family(
     describe=_rouge_describe,
 )
 
+SETTING_ROWS = (
+    Setting("rouge_stemming", "DOMSUM_ROUGE_STEMMING", as_bool, None,
+            "ROUGE Porter stemming; unset = the benchmark release's convention (DomainSum off; AdaptEval, "
+            "CCSBench, medqsum on).", "scorers", after="score_cache_dir"),
+)
 METRIC_FAMILIES = (ROUGE,)

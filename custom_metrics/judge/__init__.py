@@ -104,11 +104,20 @@ from custom_metrics.judge.stats import ItemScore, JudgeResult, JudgeStats
 __all__ = [
     "ask", "ask_async", "DEFAULT_CACHE_PATH", "JudgeConfig", "JudgeConfigError", "JudgeError",
     "JudgeRequestError", "JudgeResult", "JudgeStats", "Messages", "Scale", "is_empty_generation",
-    "notice_judge_skipped", "judge_scores", "judge_scores_async", "judge_texts", "judge_texts_async",
+    "notice_judge_skipped", "judge_scores", "setting_rows", "judge_scores_async", "judge_texts", "judge_texts_async",
 ]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+
+def setting_rows() -> tuple:
+    """The settings rows the judge package declares: :class:`JudgeConfig`'s (which fill its
+    fields), the AdaptEval prompts' and FM's, each beside the code that reads it. Imported
+    here, when the settings table is built, not with the package."""
+    from custom_metrics.judge import config, fm, prompts
+
+    return (*config.ROWS, *prompts.SETTING_ROWS, *fm.SETTING_ROWS)
 
 
 def is_empty_generation(text: str | None) -> bool:

@@ -16,11 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import urllib.parse
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Callable
 from typing import Any, Literal
 
 from custom_metrics.errors import SuiteError
 from custom_metrics import secrets
+from custom_metrics.setting import Setting, as_float, as_int
 
 log = logging.getLogger(__name__)
 
@@ -97,27 +99,69 @@ class JudgeRequestError(JudgeError):
 
 # =========================================================================== config
 
-#: The judge's settings follow one namespace rule, not a renaming table: the row
-#: ``judge_<name>`` of ``lm_eval_tasks/settings.py`` fills the :class:`JudgeConfig` field
-#: ``<name>`` (``judge_concurrency`` -> ``concurrency``, ``judge_model`` -> ``model``), so a
-#: setting keeps one name from the settings page to the code. Two declared exceptions:
-#: fields filled by a suite-wide row under that row's own name (:data:`SHARED_SETTINGS`),
-#: and fields no setting fills, which library callers and tests tune (:data:`NO_SETTING`).
-#: A ``judge_*`` row that fills no field is a family's own setting, declared in its record
-#: (``judge_prompt_variant``: the AdaptEval judge's prompt texts). A unit test holds the
-#: rule against the settings rows, so a renamed row or field fails there, not at a judged run.
-SETTING_PREFIX = "judge_"
-SHARED_SETTINGS = frozenset({"progress"})
-NO_SETTING = frozenset({"backoff_base_s", "backoff_cap_s", "temperature", "sample_temperature", "max_tokens",
-                        "top_logprobs", "seed", "claim_ttl_s"})
+#: The judge's settings rows, declared here once: each fills the :class:`JudgeConfig` field
+#: declared with it (:func:`_filled`: the row's key in the field's metadata) and gives that
+#: field its default, so the settings page, the resolver (``lm_eval_tasks.settings.judge_config``)
+#: and the dataclass read one declaration. A row keeps one name from the settings page to
+#: the code: ``judge_<field>``. A field filled by a suite-wide row names that row's key
+#: (``progress``); a field no setting fills (library callers and tests tune it) names none.
+S = Setting
+MODEL = S("judge_model", "DOMSUM_JUDGE_MODEL", str, None,
+          "Judge model; unset = no judge (judge metrics left out, never a surprise paid call).", "judge",
+          system="judge", flag="judge model (DOMSUM_JUDGE_MODEL)")
+BASE_URL = S("judge_base_url", "OPENAI_BASE_URL", str, None,
+             "OpenAI-compatible endpoint of the judge; unset = the openai client's default.", "judge",
+             flag="OpenAI-compatible endpoint (OPENAI_BASE_URL)")
+CONCURRENCY = S("judge_concurrency", "DOMSUM_JUDGE_CONCURRENCY", as_int, None,
+                "Judge requests in flight, fixed; unset = adapted per batch: starts at 8 (16 when 0.1 s pass "
+                "without an answer), grows while answers stay near the fastest latency, trimmed to twice the "
+                "server's width once a round trip shows a queue, halves on 429/503/timeouts (at most 64).",
+                "judge", low=1,
+                flag="requests in flight, fixed (default: adapted to the answers)")
+CACHE = S("judge_cache", "DOMSUM_JUDGE_CACHE", str, DEFAULT_CACHE_PATH,
+          "SQLite cache of judge replies (`off` disables).", "judge",
+          flag="SQLite cache path, or 'off' (DOMSUM_JUDGE_CACHE)")
+LOGPROBS = S("judge_logprobs", "DOMSUM_JUDGE_LOGPROBS", str, "auto",
+             "Score from the rating's token probabilities: on, off, auto.", "judge",
+             choices=("on", "off", "auto", "true", "false", "1", "0", "yes", "no"),
+             flag="", flag_choices=("on", "off", "auto"))
+N_SAMPLES = S("judge_n_samples", "DOMSUM_JUDGE_N_SAMPLES", as_int, 20, "Sampled replies when logprobs are off.",
+              "judge", low=1, flag="replies per item without logprobs (default 20)")
+TIMEOUT = S("judge_timeout", "DOMSUM_JUDGE_TIMEOUT", as_float, None,
+            "Seconds per judge request attempt, in total (connect, send and every read: a reply dripped "
+            "byte by byte is cut too); unset = 3 x the slowest answer, at least 60 (requests sent before "
+            "any answer wait up to 300).", "judge", low=0, low_open=True)
+MAX_REQUESTS = S("judge_max_requests", "DOMSUM_JUDGE_MAX_REQUESTS", as_int, None,
+                 "Most judge requests one run sends; items beyond are not judged (counted as `budget_skipped`, "
+                 "NaN); re-run with a higher cap and the same cache to judge only those.", "judge", low=0,
+                 flag="most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)")
+PRICE_PROMPT = S("judge_price_prompt", "DOMSUM_JUDGE_PRICE_PROMPT", as_float, None,
+                 "Price per 1,000 prompt tokens: the estimate printed before judging shows a cost.", "judge", low=0)
+PRICE_COMPLETION = S("judge_price_completion", "DOMSUM_JUDGE_PRICE_COMPLETION", as_float, None,
+                     "Price per 1,000 completion tokens (see `judge_price_prompt`).", "judge", low=0)
+MAX_RETRIES = S("judge_max_retries", "DOMSUM_JUDGE_MAX_RETRIES", as_int, 5, "Retries on 429/5xx/timeouts.",
+                "judge", low=0)
+API_KEY = S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
+            "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True,
+            env_also="OPENAI_API_KEY")
+#: the rows in the order of the settings page
+ROWS = (MODEL, BASE_URL, CONCURRENCY, CACHE, LOGPROBS, N_SAMPLES, TIMEOUT, MAX_REQUESTS, PRICE_PROMPT,
+        PRICE_COMPLETION, MAX_RETRIES, API_KEY)
+del S
+
+
+def _filled(row: Setting | str, **kw: Any) -> Any:
+    """A field the settings row ``row`` fills, with the row's default unless ``default`` is given
+    (``MISSING``: a required field)."""
+    if isinstance(row, Setting) and "default" not in kw:
+        kw["default"] = row.default
+    return field(metadata={"setting": row if isinstance(row, str) else row.key}, **kw)
 
 
 def setting_of(name: str) -> str | None:
-    """The settings row that fills :class:`JudgeConfig` field ``name``, by the rule above;
-    None for a field no setting fills."""
-    if name in NO_SETTING:
-        return None
-    return name if name in SHARED_SETTINGS else SETTING_PREFIX + name
+    """The settings row that fills :class:`JudgeConfig` field ``name``; None for a field no
+    setting fills."""
+    return SETTING_OF.get(name)
 
 
 def _label(name: str) -> str:
@@ -152,30 +196,30 @@ class JudgeConfig:
     model served on a CPU. A value that is set is used exactly as given.
     """
 
-    model: str
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    concurrency: int | None = None
-    timeout: float | None = None
-    max_retries: int = 5
+    model: str = _filled(MODEL, default=MISSING)  # required: no judge without a model
+    base_url: str | None = _filled(BASE_URL)
+    api_key: str | None = _filled(API_KEY, repr=False)
+    concurrency: int | None = _filled(CONCURRENCY)
+    timeout: float | None = _filled(TIMEOUT)
+    max_retries: int = _filled(MAX_RETRIES)
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 30.0
     temperature: float = 0.0
     sample_temperature: float = 1.0
     max_tokens: int = 5
-    n_samples: int = 20
+    n_samples: int = _filled(N_SAMPLES)
     top_logprobs: int = 20
-    logprobs: LogprobsSetting = "auto"
+    logprobs: LogprobsSetting = _filled(LOGPROBS)
     seed: int | None = None
-    cache: str | None = DEFAULT_CACHE_PATH
+    cache: str | None = _filled(CACHE)
     #: a bar on stderr per batch of at least PROGRESS_MIN_ITEMS requests (None: $DOMSUM_PROGRESS)
-    progress: bool | None = None
+    progress: bool | None = _filled("progress", default=None)
     claim_ttl_s: float | None = None
     #: HTTP requests this process may send to judges (None: no cap); see custom_metrics.judge.budget
-    max_requests: int | None = None
+    max_requests: int | None = _filled(MAX_REQUESTS)
     #: prices per 1,000 prompt / completion tokens, for the estimate before a batch (None: no cost shown)
-    price_prompt: float | None = None
-    price_completion: float | None = None
+    price_prompt: float | None = _filled(PRICE_PROMPT)
+    price_completion: float | None = _filled(PRICE_COMPLETION)
 
     def __post_init__(self) -> None:
         self._take_url_key()
@@ -203,6 +247,39 @@ class JudgeConfig:
         problems += [f"{_label(name)} must be {want} (got {getattr(self, name)!r})" for name, ok, want in checks if not ok]
         if problems:
             raise JudgeConfigError("invalid JudgeConfig: " + "; ".join(problems))
+
+    @classmethod
+    def from_settings(cls, read: Callable[[str], Any], given: Callable[[str], bool],
+                      **overrides: Any) -> JudgeConfig | None:
+        """The configuration the settings rows describe, or None when no judge model is set.
+
+        ``read(key)``: the row's value (``lm_eval_tasks.settings.resolve``: metadata, then
+        the environment, then the default; a ValueError names the key); ``given(key)``:
+        whether a user set it. Each field a row fills (:data:`SETTING_OF`) takes the row's
+        value when given, else its own default, which is the row's; the cache path is
+        always passed (this package reads no environment variable), ``off`` as None.
+        ``overrides``: a command's flags, over everything.
+        """
+        from custom_metrics.reference_cache import is_off
+
+        model = overrides.pop("model", None) or read(MODEL.key)
+        if not model:
+            return None
+        kwargs: dict[str, Any] = {"model": str(model)}
+        for name, key in SETTING_OF.items():
+            if name == "model" or (not given(key) and name != "cache"):
+                continue
+            try:
+                kwargs[name] = read(key)
+            except ValueError as exc:
+                raise JudgeConfigError(str(exc)) from None
+        if "cache" in kwargs and is_off(kwargs["cache"]):
+            kwargs["cache"] = None
+        if "logprobs" in kwargs:
+            v = str(kwargs["logprobs"]).strip().lower()
+            kwargs["logprobs"] = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}.get(v, v)
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kwargs)
 
     def _take_url_key(self) -> None:
         """A key in ``base_url`` (user-info or an ``api_key=`` query) is moved to
@@ -265,10 +342,14 @@ class JudgeConfig:
         return d
 
 
-#: the fields a setting fills, and those settings (the rows every judged family reads,
-#: ``Family.reads``; ``lm_eval_tasks.settings.judge_config`` builds the configuration from them)
-FIELDS: tuple[str, ...] = tuple(f.name for f in fields(JudgeConfig) if setting_of(f.name))
-SETTINGS: tuple[str, ...] = tuple(row for name in FIELDS if (row := setting_of(name)))
+#: field -> the setting that fills it, read from the fields' metadata; the fields a setting
+#: fills, those settings (the rows every judged family reads, ``Family.reads``;
+#: ``lm_eval_tasks.settings.judge_config`` builds the configuration from them), and the
+#: fields no setting fills
+SETTING_OF: dict[str, str] = {f.name: f.metadata["setting"] for f in fields(JudgeConfig) if "setting" in f.metadata}
+FIELDS: tuple[str, ...] = tuple(SETTING_OF)
+SETTINGS: tuple[str, ...] = tuple(SETTING_OF.values())
+NO_SETTING = frozenset(f.name for f in fields(JudgeConfig)) - set(SETTING_OF)
 
 
 _NOTICE_LOCK = threading.Lock()

@@ -57,6 +57,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from custom_metrics import secrets
+from custom_metrics.setting import Setting, as_int
 from custom_metrics.judge.fm_prompts import DEMOS_3, DEMOS_4, EXTRACTION_INSTRUCTION, RULES_3, RULES_4, VANILLA_RULES
 from custom_metrics.judge import (
     JudgeConfig,
@@ -76,6 +77,18 @@ FACET_SCALES: dict[str, tuple[int, int]] = {"background": (1, 3), "method": (1, 
                                             "result": (1, 4), "conclusion": (1, 3)}
 VANILLA_SCALE = (1, 4)
 EXTRACT_MAX_TOKENS = 1024
+
+#: FM's settings rows (collected by :func:`custom_metrics.judge.setting_rows`)
+SETTING_ROWS = (
+    Setting("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers",
+            choices=("zero", "few"), system="judge",
+            flag="FM alignment prompts: zero-shot rules (default) or with the paper's examples"),
+    Setting("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", as_int, EXTRACT_MAX_TOKENS,
+            "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
+            "slow or rambling judge.", "scorers", low=1),
+    Setting("fm_details", None, str, None, "FM: JSONL path receiving each document's facets and ratings.",
+            "scorers"),
+)
 
 
 # =========================================================================== prompts

@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from custom_metrics.setting import Setting
 from custom_metrics.judge import JudgeConfig, JudgeStats, Messages, Scale, ask, notice_judge_skipped
 
 
@@ -138,6 +139,13 @@ DEFAULT_METRICS = tuple(ADAPTEVAL_METRICS)
 
 PROMPT_VARIANTS = ("paper", "release", "suite")
 DEFAULT_PROMPT_VARIANT = "paper"
+#: the setting choosing the variant (collected by :func:`custom_metrics.judge.setting_rows`)
+SETTING_ROWS = (
+    Setting("judge_prompt_variant", "DOMSUM_JUDGE_PROMPT_VARIANT", str, DEFAULT_PROMPT_VARIANT,
+            "AdaptEval judge prompts: `paper` (Table 8; G-Eval for coherence and fluency), `release` "
+            "(`gpt4-eval.py`) or `suite` (G-Eval layout for all three, score only).", "judge",
+            choices=PROMPT_VARIANTS, after="judge_max_retries", system="judge"),
+)
 
 
 def check_prompt_variant(value: str | None) -> str:

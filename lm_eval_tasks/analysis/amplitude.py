@@ -34,11 +34,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from custom_metrics import registry
+from custom_metrics.setting import Setting
 
 #: Figure 4's attributes, in the paper's order: its rows (changed) and column groups (affected)
 ATTRIBUTES = ("length", "keywords", "readability", "focus")
 #: the task metadata key (a settings row) a run with one attribute flipped records: that attribute
 FLIP_KEY = "change_amplitude_flip"
+#: the setting a flipped run records (collected by ``lm_eval_tasks.settings``)
+SETTING_ROWS = (
+    Setting(FLIP_KEY, None, str, None,
+            "Recorded by `domsum change-amplitude` in each run whose control it flipped on every document: "
+            "that control. `domsum report` makes it part of the run's system and names such a run as left out "
+            "(its scores are the study's, never the model's CCSBench row); not for ordinary runs.",
+            "analysis", choices=ATTRIBUTES),
+)
 #: (affected attribute, controllability key) of each column, in the paper's order
 CONTROL_METRICS = (("length", "length_pcc"), ("length", "length_mad"), ("keywords", "keyword_sr"),
                    ("readability", "delta_fkgl"), ("focus", "focus_macro_f1"))

@@ -62,7 +62,7 @@ BUDGETS: dict[tuple[str, int], dict[str, int]] = {
 
 # Filters of the paper's data cleaning (Section 3): extractive references and extremely long
 # sources or summaries. Thresholds are ours (the paper gives only the removed shares: 3% arXiv,
-# 4% PubMed, 0.4% GovReport); each is a setting (``filter_*`` in lm_eval_tasks/settings.py).
+# 4% PubMed, 0.4% GovReport); each is a setting (``filter_*``, declared in the record, papers/adapteval.py).
 
 
 def _format(variant: str) -> tuple[str, str, str]:

@@ -38,7 +38,7 @@ from typing import Any
 
 from custom_metrics.families.ccs import N_BINS
 from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT as DEFAULT_SPEC
-from lm_eval_tasks.benchmarks.ccsbench_prompts import PromptSpec, resolve_prompt_spec
+from lm_eval_tasks.benchmarks.ccsbench_prompts import PromptSpec, load_prompt_spec
 from lm_eval_tasks.benchmarks.budget import word_budget
 from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test, resolve_data_dir
 from lm_eval_tasks.benchmarks.prompting import truncate
@@ -253,6 +253,12 @@ def build_prompt(rec: dict, demos: list[dict], budget: dict, demo_budget: dict,
         shown = [turn(d, truncate(d["document"], **demo_budget)) + " " + d["summary"].strip() for d in demos]
         return "\n\n".join([*shown, turn(rec, doc)])
     return spec.render(rec, doc, [(d, truncate(d["document"], **demo_budget)) for d in demos], where)
+
+
+def resolve_prompt_spec(metadata: dict | None, task: str) -> PromptSpec:
+    """The spec named by metadata ``ccs_prompt_file`` / ``DOMSUM_CCS_PROMPT_FILE``, else the paper's."""
+    path = resolve(metadata, "ccs_prompt_file")
+    return load_prompt_spec(path, task) if path else DEFAULT_SPEC
 
 
 def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:

@@ -276,14 +276,6 @@ def load_prompt_spec(path: str | Path, task: str = "ccsbench") -> PromptSpec:
     return replace(DEFAULT, **values, source=f"{p.resolve()} (sha256 {digest})")
 
 
-def resolve_prompt_spec(metadata: dict | None, task: str) -> PromptSpec:
-    """The spec named by metadata ``ccs_prompt_file`` / ``DOMSUM_CCS_PROMPT_FILE``, else the paper's."""
-    from lm_eval_tasks.settings import resolve
-
-    path = resolve(metadata, "ccs_prompt_file")
-    return load_prompt_spec(path, task) if path else DEFAULT
-
-
 def spec_as_json(spec: PromptSpec = DEFAULT) -> dict[str, Any]:
     """The spec as a prompt-file object (every key; ``source`` left out)."""
     data: dict[str, Any] = {f.name: getattr(spec, f.name) for f in fields(PromptSpec) if f.name != "source"}

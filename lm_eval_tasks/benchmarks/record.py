@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from custom_metrics.setting import Setting
 from lm_eval_tasks.data.records import HubSource
 
 
@@ -73,6 +74,9 @@ class Benchmark:
     system_prompt: bool = False
     #: the group listing every level of both settings (DomainSum's), never averaged
     whole_group: bool = False
+    #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
+    #: collected by :mod:`lm_eval_tasks.settings`
+    settings: tuple[Setting, ...] = ()
 
     def all_subsets(self) -> tuple[str, ...]:
         """The subsets, in level order when there are levels."""

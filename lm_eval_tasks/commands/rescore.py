@@ -15,7 +15,7 @@ from pathlib import Path
 from custom_metrics import registry
 from custom_metrics.outputs import OutputError
 from lm_eval_tasks.commands import add_include_path, parse_metadata, with_flags
-from lm_eval_tasks.rescoring import Options, ScoreError, rescore, summary_text
+from lm_eval_tasks.rescoring import Options, ScoreError, flagged, rescore, setting_flags, summary_text
 from lm_eval_tasks.results import ResultsError
 from lm_eval_tasks.settings import SettingError
 
@@ -52,27 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--filter", help="filter key to score (default: the file's first)")
     ap.add_argument("--limit", type=int, help="score only the first N samples")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars (stderr) while scoring")
-    g = ap.add_argument_group("BERTScore")
-    g.add_argument("--bertscore-model", help="encoder (default: the one a samples file's run recorded, else "
-                                                "DOMSUM_BERTSCORE_MODEL, else roberta-large)")
-    g.add_argument("--bertscore-layers", type=int)
-    g.add_argument("--bertscore-batch-size", type=int, help="default 64")
+    setting_flags(ap.add_argument_group("BERTScore"), "bertscore_model", "bertscore_layers", "bertscore_batch_size")
     g = ap.add_argument_group("DVO")
     g.add_argument("--vocabulary", help="vocabulary file (default: VOCAB_DIR/<benchmark>/<domain>.tsv)")
-    g.add_argument("--vocab-dir", help="vocabulary root (default: DOMSUM_VOCAB_DIR)")
+    setting_flags(g, "vocab_dir")
     g.add_argument("--benchmark", help="benchmark whose conventions and vocabulary root apply (default: the task's)")
     g = ap.add_argument_group("judge (each falls back to the environment, as in the tasks)")
-    g.add_argument("--judge-model", help="judge model (DOMSUM_JUDGE_MODEL)")
-    g.add_argument("--judge-base-url", help="OpenAI-compatible endpoint (OPENAI_BASE_URL)")
-    g.add_argument("--judge-concurrency", type=int, help="requests in flight, fixed (default: adapted to the answers)")
-    g.add_argument("--judge-max-requests", type=int,
-                   help="most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)")
-    g.add_argument("--judge-cache", help="SQLite cache path, or 'off' (DOMSUM_JUDGE_CACHE)")
-    g.add_argument("--judge-logprobs", choices=("on", "off", "auto"))
-    g.add_argument("--judge-n-samples", type=int, help="replies per item without logprobs (default 20)")
+    setting_flags(g, "judge_model", "judge_base_url", "judge_concurrency", "judge_max_requests", "judge_cache",
+                  "judge_logprobs", "judge_n_samples")
     g.add_argument("--max-document-words", type=int, help="truncate sources in judge prompts")
-    g.add_argument("--fm-variant", choices=("zero", "few"),
-                   help="FM alignment prompts: zero-shot rules (default) or with the paper's examples")
+    setting_flags(g, "fm_variant")
     return ap
 
 
@@ -80,14 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from custom_metrics.judge import JudgeError
 
     args = build_parser().parse_args(argv)
-    args.metadata = with_flags(
-        args.metadata, bertscore_model=args.bertscore_model, bertscore_layers=args.bertscore_layers,
-        bertscore_batch_size=args.bertscore_batch_size, vocab_dir=args.vocab_dir,
-        judge_model=args.judge_model, judge_base_url=args.judge_base_url,
-        judge_concurrency=args.judge_concurrency, judge_cache=args.judge_cache,
-        judge_max_requests=args.judge_max_requests,
-        judge_logprobs=args.judge_logprobs, judge_n_samples=args.judge_n_samples,
-        fm_variant=args.fm_variant, progress=False if args.no_progress else None)
+    args.metadata = with_flags(args.metadata, **flagged(args), progress=False if args.no_progress else None)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     options = Options(
         metadata=args.metadata, task=args.task, benchmark=args.benchmark, domain=args.domain,

@@ -58,26 +58,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks import catalog
+from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.analysis.amplitude import FLIP_KEY
 from lm_eval_tasks.analysis.change_amplitude import flipped_control
 
 CARD_NAME = "run_card.json"
 
-#: settings that change a task's prompt -> the benchmarks they apply to (None: every one)
+#: settings that change a task's prompt -> the benchmarks they apply to (None: every one): the
+#: rows declared ``system="prompt"``, a benchmark's own applying to its tasks only
 PROMPT_SETTINGS: dict[str, tuple[str, ...] | None] = {
-    "max_doc_words": None, "max_doc_tokens": None, "max_demo_words": None, "max_demo_tokens": None,
-    "max_demo_summary_words": ("adapteval",), "prompt_tokenizer": None, "chars_per_token": None,
-    "fewshot_seed": None, "prompt_variant": None, "adapteval_prompt_variant": ("adapteval",),
-    "ccs_prompt_file": ("ccsbench",),
-}
-#: settings of the LLM judge, part of a system on the tasks a judge scores
-JUDGE_SETTINGS = ("judge_model", "judge_prompt_variant", "fm_variant")
+    key: ((settings.OWNER[key],) if key in settings.OWNER else None)
+    for key, row in settings.SETTINGS.items() if row.system == "prompt"}
+#: settings of the LLM judge, part of a system on the tasks a judge scores (``system="judge"``)
+JUDGE_SETTINGS = tuple(key for key, row in settings.SETTINGS.items() if row.system == "judge")
 #: settings that make a run a study's variant, not a run of the benchmark as published: the
 #: report leaves such runs out of its tables (:mod:`.runs`)
 VARIANT_SETTINGS = (FLIP_KEY,)
 #: what the task metadata records as the value a run used, where it is not ``<key>_used``
-USED_ALIASES = {"adapteval_prompt_variant": "prompt_variant_used"}
+USED_ALIASES = {key: row.used for key, row in settings.SETTINGS.items() if row.used}
 #: generation settings every suite task shares (greedy decoding): not shown as a difference
 GREEDY = {"do_sample": "false", "temperature": "0"}
 #: model_args keys that name the model (beside ``pretrained`` / ``model``)
@@ -221,8 +219,6 @@ def _sha(text: str) -> str:
 def _setting_value(meta: Mapping[str, Any], key: str, used: bool) -> Any:
     """The value of setting ``key`` a task ran with: what ``settings_used`` resolved, the
     recorded ``*_used`` value (``used``), else the task metadata; None when unset or default."""
-    from lm_eval_tasks import settings
-
     default = settings.SETTINGS[key].default if key in settings.SETTINGS else None
     resolved = (meta.get("settings_used") or {}).get(key)
     value: Any = None

@@ -72,7 +72,7 @@ file, or else those a user task's YAML gives (:mod:`~lm_eval_tasks.rescoring.rec
 then the environment) is resolved by :mod:`lm_eval_tasks.settings`, as in a harness run.
 """
 
-from lm_eval_tasks.rescoring.options import Options, ScoreError
+from lm_eval_tasks.rescoring.options import Options, ScoreError, flagged, setting_flags
 from lm_eval_tasks.rescoring.scoring import rescore, summary_text
 
-__all__ = ["Options", "ScoreError", "rescore", "summary_text"]
+__all__ = ["Options", "ScoreError", "flagged", "rescore", "setting_flags", "summary_text"]

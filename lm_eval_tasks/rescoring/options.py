@@ -1,4 +1,5 @@
-"""What a rescore is asked to do (the ``domsum rescore`` flags, resolved), and its error type."""
+"""What a rescore is asked to do (the ``domsum rescore`` flags, resolved; the flags that set a
+settings row, as the row declares them), and its error type."""
 
 from __future__ import annotations
 
@@ -44,3 +45,20 @@ class Options:
     #: output folder (None: next to each input)
     out: Path | None = None
     overwrite: bool = False
+
+
+def setting_flags(group: Any, *keys: str) -> None:
+    """A ``--<key>`` flag for each settings row of ``keys``, as the row declares it (``flag``:
+    its help; its type and choices), so a flag and its setting cannot drift apart."""
+    from lm_eval_tasks.settings import SETTINGS
+
+    for row in (SETTINGS[k] for k in keys):
+        group.add_argument("--" + row.key.replace("_", "-"), type=row.flag_type,
+                           choices=row.flag_choices or row.choices, help=row.flag or None)
+
+
+def flagged(args: Any) -> dict[str, Any]:
+    """The values of the settings flags :func:`setting_flags` added to a parser, by key."""
+    from lm_eval_tasks.settings import SETTINGS
+
+    return {k: getattr(args, k) for k, row in SETTINGS.items() if row.flag is not None and hasattr(args, k)}

@@ -43,7 +43,7 @@ print(json.dumps({"modules": sorted(sys.modules), "families": sorted(registry.na
 """
 #: the light core a family module may import at module level (tests/unit/test_layout.py)
 CORE = {"custom_metrics", "custom_metrics.registry", "custom_metrics.errors", "custom_metrics.tokenize",
-        "custom_metrics.stopwords", "custom_metrics.families"}
+        "custom_metrics.stopwords", "custom_metrics.setting", "custom_metrics.families"}
 HEAVY = ("torch", "transformers", "openai", "httpx", "numpy", "sklearn", "bert_score", "sacrebleu", "nltk",
          "textstat", "rouge_score")
 

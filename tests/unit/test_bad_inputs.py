@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 
 from custom_metrics import registry
 from custom_metrics.families import judge_metrics
+from custom_metrics.setting import as_int
 from lm_eval_tasks import settings
 from lm_eval_tasks.report.formats import latex_table, markdown_table, md_escape
 from lm_eval_tasks.data.loader import DataError, load_split
@@ -54,7 +55,7 @@ def test_unknown_keys_name_the_nearest_setting():
 
 
 @hsettings(max_examples=150, deadline=None)
-@given(st.sampled_from([k for k, s in settings.SETTINGS.items() if s.kind is settings._int]),
+@given(st.sampled_from([k for k, s in settings.SETTINGS.items() if s.kind is as_int]),
        st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.text(max_size=8), st.booleans()))
 def test_integer_settings_resolve_to_the_value_or_refuse(key, value):
     """Property: an integer setting either resolves to exactly the integer given (within its

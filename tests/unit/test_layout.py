@@ -102,7 +102,7 @@ FAMILIES = ROOT / "custom_metrics" / "families"
 #: what a family module may import at module level: the registry's record types and the
 #: light text helpers its formula runs on (everything else inside the functions that use it)
 FAMILY_MODULE_IMPORTS = ("custom_metrics.registry", "custom_metrics.errors", "custom_metrics.tokenize",
-                         "custom_metrics.stopwords", "custom_metrics.families")
+                         "custom_metrics.stopwords", "custom_metrics.setting", "custom_metrics.families")
 
 
 def _module_level(tree: ast.Module) -> list[ast.stmt]:
@@ -160,6 +160,7 @@ def test_family_modules_import_heavy_machinery_only_where_they_use_it():
 CORE_MODULES = {
     "__init__": "the public names, each bound on first use from the module that defines it",
     "registry": "THE metric table: family records, scoring context, lookup over families/",
+    "setting": "the settings row type each family, the judge and each benchmark declares its knobs with",
     "errors": "SuiteError, the base every package of the library raises from",
     "tokenize": "the papers' word tokenizers, shared by families and analysis",
     "stopwords": "the bundled NLTK stopword list, shared by DVO and the domain statistics",

@@ -8,6 +8,7 @@ coherence, fluency) and Facet-aware Metric variants.
 
 from __future__ import annotations
 
+from custom_metrics.setting import Setting, as_float, as_int, words_or_map
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 from lm_eval_tasks.data.records import HubSource
 
@@ -34,4 +35,23 @@ RECORD = Benchmark(
         "rouge_stemming": Convention(True, "release anum94/AdaptEval data/predictions/*.csv: rouge1/2/rougeL "
                                            "columns reproduced row for row by rouge-score with use_stemmer=True"),
     },
+    settings=(
+        Setting("max_demo_summary_words", None, as_int, None, "AdaptEval: per-demonstration summary budget.", "data",
+                low=1, after="max_demo_tokens", system="prompt"),
+        Setting("filter_extractive_overlap", None, as_float, 0.9,
+                "AdaptEval filter: drop pairs with at least this share of summary trigrams in the document "
+                "(> 1: off).", "data", low=0, after="max_demo_summary_words"),
+        Setting("filter_max_doc_words", None, as_int, 15000, "AdaptEval filter: longest document kept.", "data",
+                low=1, after="filter_extractive_overlap"),
+        Setting("filter_max_summary_words", None, words_or_map, {"arxiv": 500, "pubmed": 500, "govreport": 1500},
+                "AdaptEval filter: longest summary kept (a number or `{domain: n}`).", "data",
+                after="filter_max_doc_words"),
+        Setting("filter_min_summary_words", None, as_int, 5, "AdaptEval filter: shortest summary kept.", "data",
+                low=0, after="filter_max_summary_words"),
+        # the last row of the data settings
+        Setting("adapteval_prompt_variant", "DOMSUM_ADAPTEVAL_PROMPT_VARIANT", str, "paper",
+                "AdaptEval generation prompt: `paper` (Table 7) or `release` (`prompt_0` of the released "
+                "prediction files).", "data", choices=("paper", "release"), system="prompt",
+                used="prompt_variant_used"),
+    ),
 )

@@ -9,6 +9,7 @@ message (:mod:`lm_eval_tasks.benchmarks.ccsbench_prompts`); controllability metr
 from __future__ import annotations
 
 from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT_UNTIL
+from custom_metrics.setting import Setting, json_or_str
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 
 #: the attributes a compositional summary controls at once
@@ -36,4 +37,11 @@ RECORD = Benchmark(
                                            "the suite's stemming kept"),
     },
     system_prompt=True,
+    settings=(
+        Setting("column_map", None, json_or_str, None, "CCSBench: `{canonical: column}` for other column names.",
+                "data", after="fewshot_seed"),
+        Setting("ccs_prompt_file", "DOMSUM_CCS_PROMPT_FILE", str, None,
+                "CCSBench: JSON file replacing the built-in prompt texts.", "data", before="adapteval_prompt_variant",
+                system="prompt"),
+    ),
 )

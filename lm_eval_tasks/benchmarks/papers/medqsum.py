@@ -10,6 +10,7 @@ HealthCareMagic question summarization (the BioBART/HELM preprocessing of
 from __future__ import annotations
 
 from custom_metrics.battery import MEDQSUM
+from custom_metrics.setting import Setting, json_or_str
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 from lm_eval_tasks.data.records import HubSource
 
@@ -33,4 +34,8 @@ RECORD = Benchmark(
         "rouge_stemming": Convention(True, "unknown: the paper does not say and no scoring code is released; "
                                            "the suite's stemming kept"),
     },
+    settings=(
+        Setting("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", json_or_str, None,
+                "medqsum: comma list of battery families to run (default all).", "scorers", after="metric_batch_size"),
+    ),
 )
