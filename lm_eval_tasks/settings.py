@@ -90,6 +90,12 @@ def _label(value: Any) -> str:
     return text
 
 
+def _fm_weights(value: Any) -> tuple[float, ...]:
+    from custom_metrics.judge.fm import facet_weights
+
+    return facet_weights(value)
+
+
 def _json_or_str(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in "[{":
         return json.loads(value)
@@ -140,7 +146,7 @@ class Setting:
     @property
     def type_name(self) -> str:
         name = {_int: "int", _float: "float", str: "str", _bool: "bool", _json_or_str: "json/str",
-                _words_or_map: "int or {name: int}", _label: "text (one line, at most 80 characters)", devices.parse: f"device: {' / '.join(devices.FORMS)}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
+                _words_or_map: "int or {name: int}", _label: "text (one line, at most 80 characters)", _fm_weights: "4 numbers >= 0 (JSON list, or a `domsum fm-weights` file)", devices.parse: f"device: {' / '.join(devices.FORMS)}"}.get(self.kind, getattr(self.kind, "__name__", "value"))
         if self.choices is not None:
             return f"{name}: {' / '.join(self.choices)}"
         return name if self.range_text == "any value" else f"{name} {self.range_text}"
@@ -151,6 +157,7 @@ def _rows() -> list[Setting]:
     from custom_metrics.families.blanc import DEFAULT_MODEL as BLANC_MODEL
     from custom_metrics.families.dvo import DEFAULT_VOCAB_DIR, ENV_VOCAB_DIR
     from custom_metrics.judge.fm import EXTRACT_MAX_TOKENS as FM_EXTRACT_MAX_TOKENS
+    from custom_metrics.judge.fm import FACET_WEIGHTS as FM_FACET_WEIGHTS
     from custom_metrics.judge import DEFAULT_CACHE_PATH, JudgeConfig
     from custom_metrics.families.mauve import DEFAULT_MODEL as MAUVE_MODEL
     from custom_metrics.families.perplexity import DEFAULT_MODEL as PPL_MODEL
@@ -232,6 +239,11 @@ def _rows() -> list[Setting]:
         S("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", _json_or_str, None,
           "medqsum: comma list of battery families to run (default all).", "scorers"),
         S("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers", choices=("zero", "few")),
+        S("fm_weights", "DOMSUM_FM_WEIGHTS", _fm_weights, list(FM_FACET_WEIGHTS.values()),
+          "FM: facet weights (background, method, result, conclusion), a JSON list of four numbers >= 0 or "
+          "the path of the `fm_weights.json` that `domsum fm-weights` writes; default the paper's fit "
+          "(Section 4.2). Renormalised over the facets a reference has; results record `fm_weights_used`.",
+          "scorers"),
         S("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", _int, FM_EXTRACT_MAX_TOKENS,
           "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
           "slow or rambling judge.", "scorers", low=1),

@@ -72,7 +72,7 @@ PROMPT_SETTINGS: dict[str, tuple[str, ...] | None] = {
     "ccs_prompt_file": ("ccsbench",),
 }
 #: settings of the LLM judge, part of a system on the tasks a judge scores
-JUDGE_SETTINGS = ("judge_model", "judge_prompt_variant", "fm_variant")
+JUDGE_SETTINGS = ("judge_model", "judge_prompt_variant", "fm_variant", "fm_weights")
 #: settings that make a run a study's variant, not a run of the benchmark as published: the
 #: report leaves such runs out of its tables (:mod:`.runs`)
 VARIANT_SETTINGS = (FLIP_KEY,)
