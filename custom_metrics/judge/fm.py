@@ -173,6 +173,9 @@ def facet_weights(value: Any) -> tuple[float, float, float, float]:
     elif isinstance(value, str):
         value = json.loads(value)
     if isinstance(value, dict) and "weights" in value:
+        if value.get("intercept") not in (None, 0):  # FM's total has no constant term to put it in
+            raise ValueError(f"these weights were fitted with an intercept ({value['intercept']!r}), which FM "
+                             "has no place for; fit without one")
         value = value["weights"]
     if isinstance(value, dict):
         if set(value) != set(FACETS):
