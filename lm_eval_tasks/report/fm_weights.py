@@ -70,24 +70,31 @@ def _f(x: Any, digits: int = 4) -> str:
     return "n/a" if not isinstance(x, (int, float)) or not math.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _intro(summary: dict[str, Any]) -> str:
+    """What was fitted, in one paragraph: the form, the rows fitted and the rows skipped."""
+    fit, counts = summary["fit"], summary["counts"]
+    form = ", ".join(f"{k}: {v}" for k, v in _form_words(fit["form"]).items())
+    return (f"Least squares of the overall human score on the four facet scores (rating / scale maximum); "
+            f"form: {form}. {fit['n']} rows fitted of {counts['read']} read; skipped: "
+            f"{counts['skipped']['missing_facet']} with a facet the reference lacks (FM renormalises those), "
+            f"{counts['skipped']['not_scored']} not scored.")
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The fit as Markdown: the weights beside the paper's, the fit's figures and the skips."""
     from custom_metrics.cells import markdown_table
     from lm_eval_tasks.report.beside import beside_markdown
 
-    fit, counts = summary["fit"], summary["counts"]
-    form = ", ".join(f"{k}: {v}" for k, v in _form_words(fit["form"]).items())
+    fit = summary["fit"]
     rows = [[f, _f(fit["weights"][f]), _f(fit["paper_weights"][f], 1)] for f in FACETS]
     if fit["intercept"] is not None:
         rows.append(["intercept", _f(fit["intercept"]), "none printed"])
-    md = ["# FM facet weights fitted to human scores", "",
-          f"Least squares of the overall human score on the four facet scores (rating / scale maximum); "
-          f"form: {form}. {fit['n']} rows fitted of {counts['read']} read; skipped: "
-          f"{counts['skipped']['missing_facet']} with a facet the reference lacks (FM renormalises those), "
-          f"{counts['skipped']['not_scored']} not scored.", "",
+    md = ["# FM facet weights fitted to human scores", "", _intro(summary), "",
           markdown_table(["facet", "fitted weight", "paper's weight (Section 4.2)"], rows).rstrip(), "",
           f"- MSE {_f(fit['mse'], 5)}; R² {_f(fit['r2'])}; n {fit['n']}; rank of the facet matrix {fit['rank']}",
           f"- the paper's weights on the same rows: MSE {_f(fit['mse_paper_weights'], 5)}",
+          *(["- the facet columns are linearly dependent (rank below 4): these weights are one of many "
+             "equally good fits"] if fit["rank"] < len(FACETS) else []),
           "- " + ("FM can use these weights: setting `fm_weights` = the path of fm_weights.json"
                   if fit["usable_by_fm"] else
                   "FM cannot use these weights (an intercept, a negative weight or all zero): fit without "
@@ -117,7 +124,7 @@ def page(summary: dict[str, Any]) -> str:
                             [[r["label"], _f(r["run_value"], 3), f"{_f(r['published'], 3)} (published)", r["cite"],
                               f"{SAME if r['comparable'] else DIFFERENT} {r['sentence']}"]
                              for r in summary["published"]]))
-    intro = html.escape(markdown(summary).split("\n")[2])
+    intro = html.escape(_intro(summary))
     return document("FM facet weights", f"""<h1>FM facet weights fitted to human scores</h1>
 <p class="meta">Written {written_at()} by <code>domsum fm-weights</code>.</p>
 <p>{intro}</p>
