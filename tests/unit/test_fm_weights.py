@@ -187,3 +187,19 @@ def test_fm_weights_setting_reads_lists_and_fit_files_and_refuses_bad_ones(tmp_p
             resolve({"fm_weights": bad}, "fm_weights")
     with pytest.raises(ValueError, match="intercept"):
         facet_weights({"weights": [0.1, 0.3, 0.3, 0.3], "intercept": 0.05})
+
+
+def test_runs_with_other_weights_are_another_system():
+    """The report never pools FM scores combined with different weights: ``fm_weights_used``
+    is part of a judged task's identity, and the paper's weights count as unset."""
+    from lm_eval_tasks import catalog
+    from lm_eval_tasks.report.systems import identity_settings
+
+    task = "adapteval_pubmed_fm"
+    spec = catalog.lookup(task)
+
+    def identity(used: str) -> dict[str, str]:
+        return identity_settings({"configs": {task: {"metadata": {"fm_weights_used": used}}}}, task, spec)[0]
+
+    assert "fm_weights" not in identity(json.dumps([0.1, 0.3, 0.3, 0.3]))
+    assert identity(json.dumps([0.2, 0.4, 0.3, 0.1]))["fm_weights"] == "[0.2, 0.4, 0.3, 0.1]"
