@@ -97,9 +97,9 @@ def test_fm_scores_with_the_fitted_weights(tmp_path, monkeypatch):
     fitted = json.loads((tmp_path / "fit" / "fm_weights.json").read_text())["weights"]
     ref, cand = "REFERENCE about drug X.", "CANDIDATE about drug X."
     samples = tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.123456.jsonl"
-    samples.write_text(json.dumps({"doc_id": 0, "doc": {"id": "adapteval/pubmed/test/0", "document": "d",
-                                                        "summary": ref},
-                                   "target": ref, "resps": [[cand]], "filtered_resps": [cand], "filter": "none"}) + "\n")
+    doc = {"id": "adapteval/pubmed/test/0", "document": "d", "summary": ref}
+    samples.write_text(json.dumps({"doc_id": 0, "doc": doc, "target": ref, "resps": [[cand]],
+                                   "filtered_resps": [cand], "filter": "none"}) + "\n")
     facets = {"background": "bg", "method": "me", "result": "re", "conclusion": "co"}
     with StubJudgeServer(time_limit_s=60) as srv:
         srv.on("Input: " + ref, Text(json.dumps({k: f"ref {v}" for k, v in facets.items()})))
