@@ -191,7 +191,8 @@ def fm_details_file(asked: str) -> Path:
 def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     """FM and its vanilla baseline per document.
 
-    ``ctx.options``: ``fm_facets=False`` computes the vanilla rating only (no facet
+    ``fm_weights`` (setting) are the facet weights (default the paper's), recorded as
+    ``fm_weights_used``. ``ctx.options``: ``fm_facets=False`` computes the vanilla rating only (no facet
     extraction or alignment calls) and ``fm_vanilla=False`` skips the vanilla calls;
     the key not computed is NaN. ``keep_details=True`` adds the non-key list
     ``fm_detail`` (each document's facet fractions, ratings, segments and failure) and
@@ -200,17 +201,20 @@ def _fm_score(batch: Batch, ctx: Context) -> dict[str, list]:
     """
     import json
 
-    from custom_metrics.judge.fm import EXTRACT_MAX_TOKENS, fm_scores
+    from custom_metrics.judge.fm import EXTRACT_MAX_TOKENS, FACET_WEIGHTS, facet_weights, fm_scores
 
     variant = str(ctx.settings.get("fm_variant") or "zero")
     if variant not in ("zero", "few"):
         raise ValueError(f"fm_variant must be 'zero' or 'few', got {variant!r}")
+    weights = facet_weights(ctx.settings.get("fm_weights") or list(FACET_WEIGHTS.values()))
     res = fm_scores(batch.references, batch.predictions, judge_of(ctx), variant=variant,
                     facets=bool(ctx.options.get("fm_facets", True)),
                     vanilla=bool(ctx.options.get("fm_vanilla", True)), stats=ctx.options.get("judge_stats"),
-                    extract_max_tokens=int(ctx.settings.get("fm_extract_max_tokens") or EXTRACT_MAX_TOKENS))
-    ctx.record.update(fm_variant_used=variant, fm_usage=res["usage"], fm_failures_by_kind=res["failures"],
-                      fm_vanilla_failures=res["vanilla_failures"])
+                    extract_max_tokens=int(ctx.settings.get("fm_extract_max_tokens") or EXTRACT_MAX_TOKENS),
+                    weights=weights)
+    # the numbers, not the setting (which may name a file): JSON text, so ranks that agree merge to one
+    ctx.record.update(fm_variant_used=variant, fm_weights_used=json.dumps(list(weights)), fm_usage=res["usage"],
+                      fm_failures_by_kind=res["failures"], fm_vanilla_failures=res["vanilla_failures"])
     details = ctx.settings.get("fm_details")
     if details:
         path = fm_details_file(str(details))
@@ -254,7 +258,7 @@ FM = Family(
     description="Facet-aware Metric (Chen et al.): LLM facet extraction and rating of scientific abstracts.",
     source="custom_metrics.judge.fm (the paper's prompts and weights)",
     needs=("judge",),
-    settings=("fm_variant", "fm_extract_max_tokens", "fm_details"),
+    settings=("fm_variant", "fm_weights", "fm_extract_max_tokens", "fm_details"),
     select=_fm_select,
     detail_lists={"fm_detail": "fm"},
     summary=_fm_summary,

@@ -27,7 +27,10 @@ which match the supplementary appendix's section B.1 and Figures 1-2
 3. **Score** :func:`fm_aggregate`: rating / scale maximum per facet, weighted
    background 0.1, method 0.3, result 0.3, conclusion 0.3, renormalised over the
    facets the reference has. The released human totals follow exactly this:
-   fractions ``[1.0, 0.5, 0.25, 1/3]`` give 0.425.
+   fractions ``[1.0, 0.5, 0.25, 1/3]`` give 0.425. The weights are the paper's fit of
+   one annotator's overall scores to the facet scores (Section 4.2); the setting
+   ``fm_weights`` puts weights fitted to your own human scores in their place
+   (``domsum fm-weights``, :func:`facet_weights`).
 
 The vanilla baseline (``fm_vanilla``) asks one direct 1-4 alignment rating of the
 whole candidate against the whole reference, reported as rating / 4.
@@ -54,6 +57,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from custom_metrics import secrets
@@ -83,6 +87,11 @@ SETTING_ROWS = (
     Setting("fm_variant", None, str, "zero", "FM: `zero` or `few` (the paper's in-context examples).", "scorers",
             choices=("zero", "few"), system="judge",
             flag="FM alignment prompts: zero-shot rules (default) or with the paper's examples"),
+    Setting("fm_weights", "DOMSUM_FM_WEIGHTS", lambda value: facet_weights(value), list(FACET_WEIGHTS.values()),
+            "FM: facet weights (background, method, result, conclusion), a JSON list of four numbers >= 0 or "
+            "the path of the `fm_weights.json` that `domsum fm-weights` writes; default the paper's fit "
+            "(Section 4.2). Renormalised over the facets a reference has; results record `fm_weights_used`.",
+            "scorers", system="judge", kind_name="4 numbers >= 0 (JSON list, or a `domsum fm-weights` file)"),
     Setting("fm_extract_max_tokens", "DOMSUM_FM_EXTRACT_MAX_TOKENS", as_int, EXTRACT_MAX_TOKENS,
             "FM: reply budget of one facet extraction (the release's 1024); lower it to bound the cost of a "
             "slow or rambling judge.", "scorers", low=1),
@@ -163,21 +172,59 @@ def parse_facets(text: str | None) -> dict[str, str] | None:
 # =========================================================================== aggregation
 
 
-def fm_aggregate(facet_fractions: Sequence[float | None]) -> float:
+def facet_weights(value: Any) -> tuple[float, float, float, float]:
+    """FM's four facet weights (background, method, result, conclusion) from the setting
+    ``fm_weights``: a list of four numbers (or its JSON text), or the path of the JSON
+    ``domsum fm-weights`` writes (its ``weights``: a list or ``{facet: weight}``).
+
+    Each weight is a finite number >= 0, one at least > 0; else :class:`ValueError` (the
+    resolver names the key). A path, because the fit's file then records where they came from."""
+    if isinstance(value, str) and value.strip()[:1] not in "[{":
+        path = Path(value.strip()).expanduser()
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not a readable JSON file of weights ({exc})") from None
+    elif isinstance(value, str):
+        value = json.loads(value)
+    if isinstance(value, dict) and "weights" in value:
+        if value.get("intercept") not in (None, 0):  # FM's total has no constant term to put it in
+            raise ValueError(f"these weights were fitted with an intercept ({value['intercept']!r}), which FM "
+                             "has no place for; fit without one")
+        value = value["weights"]
+    if isinstance(value, dict):
+        if set(value) != set(FACETS):
+            raise ValueError(f"weights name {sorted(value)}, not the facets {list(FACETS)}")
+        value = [value[f] for f in FACETS]
+    if not isinstance(value, (list, tuple)) or len(value) != len(FACETS):
+        raise ValueError(f"weights must be {len(FACETS)} numbers ({', '.join(FACETS)}), got {value!r}")
+    out = []
+    for w in value:
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"each weight must be a finite number >= 0, got {w!r}")
+        out.append(float(w))
+    if not any(out):
+        raise ValueError("at least one weight must be > 0")
+    return out[0], out[1], out[2], out[3]
+
+
+def fm_aggregate(facet_fractions: Sequence[float | None], weights: Sequence[float] | None = None) -> float:
     """FM total from the four facet fractions (background, method, result, conclusion).
 
     Each fraction is rating / scale maximum; 0 (or None / NaN) means the reference
-    lacks the facet, which is then left out and the weights 0.1/0.3/0.3/0.3 are
-    renormalised over the rest. ``[1.0, 0.5, 0.25, 1/3]`` -> 0.425. NaN when the
-    reference has no facet at all.
+    lacks the facet, which is then left out and the weights (``weights`` in facet
+    order; default the paper's 0.1/0.3/0.3/0.3) are renormalised over the rest.
+    ``[1.0, 0.5, 0.25, 1/3]`` -> 0.425. NaN when the reference has no facet at all,
+    or when every facet it has weighs 0.
     """
     if len(facet_fractions) != len(FACETS):
         raise ValueError(f"fm_aggregate needs {len(FACETS)} fractions {FACETS}, got {len(facet_fractions)}")
+    table = FACET_WEIGHTS if weights is None else dict(zip(FACETS, facet_weights(list(weights))))
     num = den = 0.0
     for facet, frac in zip(FACETS, facet_fractions):
         if frac is None or (isinstance(frac, float) and math.isnan(frac)) or frac == 0:
             continue
-        w = FACET_WEIGHTS[facet]
+        w = table[facet]
         num += w * float(frac)
         den += w
     return num / den if den else float("nan")
@@ -231,14 +278,16 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
               variant: str = "zero", *, vanilla: bool = True, facets: bool = True,
               reference_facets: Sequence[dict[str, str] | None] | None = None,
               stats: JudgeStats | None = None,
-              extract_max_tokens: int = EXTRACT_MAX_TOKENS) -> dict[str, Any] | None:
+              extract_max_tokens: int = EXTRACT_MAX_TOKENS,
+              weights: Sequence[float] | None = None) -> dict[str, Any] | None:
     """FM (and the vanilla baseline) of each candidate abstract against its reference.
 
     ``variant``: ``"zero"`` (zero-shot alignment prompts, default) or ``"few"``
     (with demonstrations). ``reference_facets`` may pass already extracted reference
     segments (e.g. ScholarSum's ``ground_aspect``) to skip that extraction.
     ``facets=False`` computes only the vanilla baseline (no extraction, no facet calls).
-    ``extract_max_tokens``: the reply budget of a facet extraction.
+    ``extract_max_tokens``: the reply budget of a facet extraction. ``weights``: the
+    facet weights of :func:`fm_aggregate` (default the paper's).
     Returns None (after a once-per-process notice) without a judge. Otherwise a dict:
     ``fm`` and ``fm_vanilla`` (means over scored pairs, None if none), ``per_item``
     (one dict per pair: ``fm``, ``fractions`` [4], ``ratings`` {facet: rating or
@@ -383,7 +432,7 @@ def fm_scores(references: Sequence[str], candidates: Sequence[str], config: Judg
                                 "vanilla_failure": (van_why[i] or "error") if vanilla and van[i] is None else None}
         if facets:
             _fm_item(item, ref_f[i], cand_f[i], ref_why[i], cand_why[i],
-                     {f: rated.get((i, f), (None, None)) for f in FACETS})
+                     {f: rated.get((i, f), (None, None)) for f in FACETS}, weights)
         if item["failure"] is None and item["vanilla_failure"] is not None:
             item["failure"], item["reason"] = "vanilla_rating", item["vanilla_failure"]
         if item["failure"] is not None:
@@ -412,7 +461,7 @@ def _has_facet(segments: dict[str, str]) -> bool:
 
 def _fm_item(item: dict[str, Any], ref: dict[str, str] | None, cand: dict[str, str] | None,
              ref_why: str | None, cand_why: str | None,
-             rated: dict[str, tuple[float | None, str | None]]) -> None:
+             rated: dict[str, tuple[float | None, str | None]], weights: Sequence[float] | None = None) -> None:
     """Fill one pair's FM fields (``fm``, ``fractions``, ``ratings``) or its failure."""
     if ref is None:
         item["failure"], item["reason"] = "reference_extraction", ref_why or "error"
@@ -446,5 +495,5 @@ def _fm_item(item: dict[str, Any], ref: dict[str, str] | None, cand: dict[str, s
     if failed_why is not None:
         item["failure"], item["reason"] = "rating", failed_why
     else:
-        total = fm_aggregate(fractions)
+        total = fm_aggregate(fractions, weights)
         item["fm"] = None if math.isnan(total) else total

@@ -2,7 +2,7 @@
 
 The quoted lines below are copied verbatim from the papers' plain text (DomainSum Tables
 1-6, AdaptEval Tables 1-5, medqsum Tables 1-5, CCSBench Tables 1, 2, 4, 5 and 7, the
-Facet-aware Metric paper's Tables 2-4); each is split here into its cells and every cell
+Facet-aware Metric paper's Tables 2-4 and Section 4.2's fit); each is split here into its cells and every cell
 is looked up in the data file by its table, row and column, so a shifted column or a
 mistyped digit in the transcription fails.
 """
@@ -45,6 +45,7 @@ FM_T2 = ("LongT5-block\t0.2345 (2)\t0.8408 (2)\t0.4113 (4)\t0.2496 (3)\t0.1524 (
 FM_T2_COLUMNS = ("ROUGE-L", "BERTScore", "DELTA", "QuestEval", "ACU", "FM(Llama2)", "FM(GPT-3.5)", "FM(GPT-4)", "Human")
 FM_T3 = "Method\t4\t0.78\t0.69"
 FM_T4 = "Llama2\t0.2327\t0.8371\t0.2792\t0.1752\t0.0000\t0.6611\t0.6952\t0.7339"
+FM_S42 = "resulting in weights of [0.1, 0.3, 0.3, 0.3] and a mean squared error of 0.005"
 
 
 def _pipe_cells(line: str) -> list[str]:
@@ -247,6 +248,13 @@ def test_facet_aware_metric_tables_equal_the_paper():
     _assert_row(paper, "Table 3", row, ["Classes", "κ", "Agreement"], cells, facet="method")
     row, *cells = FM_T4.split("\t")
     _assert_row(paper, "Table 4", row, [c for c in FM_T2_COLUMNS if c != "FM(Llama2)"], cells, dataset="arXiv")
+    # Section 4.2's fit, in the text: the four facet weights in FM's order and the MSE
+    weights, mse = FM_S42.split("weights of ")[1].split(" and a mean squared error of ")
+    cells = weights.strip("[]").split(", ")
+    for facet, cell in zip(("Background", "Method", "Result", "Conclusion"), cells):
+        _assert_row(paper, "Section 4.2", facet, ["weight"], [cell], facet=facet.lower(), metric="facet weight")
+    _assert_row(paper, "Section 4.2", "fit", ["mean squared error"], [mse], metric="mean squared error")
+    assert len(paper.find(table="Section 4.2")) == 5
 
 
 # Dataset, agreement and rating tables and DomainSum's cross-domain Table 6, as printed

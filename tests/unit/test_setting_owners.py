@@ -136,7 +136,7 @@ def test_the_reports_identity_settings_are_the_rows_that_declare_them():
         assert (key in systems.JUDGE_SETTINGS) == (row.system == "judge")
     assert systems.PROMPT_SETTINGS["max_demo_summary_words"] == ("adapteval",)
     assert systems.PROMPT_SETTINGS["max_doc_words"] is None
-    assert set(systems.JUDGE_SETTINGS) == {"judge_model", "judge_prompt_variant", "fm_variant"}
+    assert set(systems.JUDGE_SETTINGS) == {"judge_model", "judge_prompt_variant", "fm_variant", "fm_weights"}
     assert systems.USED_ALIASES == {"adapteval_prompt_variant": "prompt_variant_used"}
 
 
