@@ -119,6 +119,14 @@ def _field(rec: Mapping[str, Any], name: str, where: str) -> tuple[Any, str | No
     return number, None
 
 
+def _raise(problems: list[str], source: str) -> None:
+    """One :class:`RankingError` for every problem found: one line, or the first :data:`SHOWN` and a count."""
+    if problems:
+        shown = problems[:SHOWN] + ([f"... and {len(problems) - SHOWN} more"] if len(problems) > SHOWN else [])
+        raise RankingError(shown[0] if len(problems) == 1 else
+                           f"{source}: {len(problems)} bad lines:\n  " + "\n  ".join(shown))
+
+
 def read_rankings(lines: Iterable[tuple[str, Any]], source: str = "the rankings") -> tuple[list[Ranking], dict]:
     """The rankings of ``lines`` (``(where, record)``, where = ``"FILE, line N"``) and counts.
 
@@ -151,6 +159,7 @@ def read_rankings(lines: Iterable[tuple[str, Any]], source: str = "the rankings"
             seen[key] = where
             grouped.setdefault(key[:2], {})[key[2]] = values["rank"]
             first.setdefault(key[:2], where)
+    _raise(problems, source)  # a ranking a bad line left short is no second fault
     doc_systems: dict[str, set[str]] = {}
     for (_, doc), ranks in grouped.items():
         doc_systems.setdefault(doc, set()).update(ranks)
@@ -161,10 +170,7 @@ def read_rankings(lines: Iterable[tuple[str, Any]], source: str = "the rankings"
             problems.append(f"{first[(ann, doc)]}: field 'system': annotator {ann!r} ranked document {doc!r} without "
                             f"system(s) {', '.join(map(repr, missing))} (ranked there by annotator {by!r}); an "
                             "annotator ranks every system of a document it ranks")
-    if problems:
-        shown = problems[:SHOWN] + ([f"... and {len(problems) - SHOWN} more"] if len(problems) > SHOWN else [])
-        raise RankingError(shown[0] if len(problems) == 1 else
-                           f"{source}: {len(problems)} bad lines:\n  " + "\n  ".join(shown))
+    _raise(problems, source)
     if not grouped:
         raise RankingError(f"{source}: no rankings (expected records with {', '.join(FIELDS)})")
     rankings = [Ranking(a, d, dict(r), first[(a, d)]) for (a, d), r in grouped.items()]
