@@ -198,13 +198,13 @@ def kendall_terms(ranks: Sequence[Sequence[float]] | np.ndarray) -> tuple[np.nda
     the systems' mid-ranks (tied systems share the mean of their positions), ``T`` the sum
     over rankings and their tie groups of ``t^3 - t``. Sums, so that the terms of several
     documents add up (a bootstrap resample adds those of the documents it draws)."""
-    from scipy.stats import rankdata
-
     r = np.asarray(ranks, dtype=float)
     if r.ndim != 2 or not r.size:
         return np.zeros(r.shape[-1] if r.ndim == 2 else 0), 0, 0.0
-    ties = sum(float(t ** 3 - t) for row in r for t in np.unique(row, return_counts=True)[1])
-    return rankdata(r, axis=1).sum(0), r.shape[0], ties
+    less = (r[:, None, :] < r[:, :, None]).sum(-1)  # per ranking and system: systems ranked strictly better
+    equal = (r[:, None, :] == r[:, :, None]).sum(-1)  # ... and ranked equal, itself included (t)
+    mid = less + (equal + 1) / 2  # mid-rank: tied systems share the mean of their positions
+    return mid.sum(0), r.shape[0], float((equal ** 2 - 1).sum())  # each of a tie's t systems adds t^2 - 1
 
 
 def w_of_terms(rank_sums: np.ndarray, m: Any, ties: Any) -> Any:
@@ -235,12 +235,28 @@ def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def analyse(rankings: Sequence[Ranking], top_k: int = 2, n_boot: int = 1000, seed: int = 1234,
-            alpha: float = 0.05) -> dict[str, Any]:
-    """Top-k shares, pairwise kappa and Kendall's W of ``rankings`` (:func:`read_rankings`),
-    with percentile bootstrap intervals over documents, as a JSON-ready dict."""
-    if top_k < 1:
-        raise RankingError(f"--top-k must be at least 1, got {top_k}")
+@dataclass
+class _Tally:
+    """The per-document counts every statistic (and every bootstrap resample) sums."""
+
+    docs: list[str]
+    systems: list[str]
+    annotators: list[str]
+    by_doc: dict[str, dict[str, Ranking]]
+    top: np.ndarray  # documents x systems: rankings placing the system in the top k
+    held: np.ndarray  # documents x systems: rankings holding the system
+    agreed: np.ndarray  # documents x systems: 1 where every ranking of the document places it in the top k
+    pairs: list[tuple[str, str]]  # annotator pairs
+    tables: np.ndarray  # pairs x documents x 3 x 3: the pair's label table on the document
+    w_doc: np.ndarray  # documents: Kendall's W among the document's rankings
+    terms: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # per document (R, m, T), where all hold the same systems
+
+    @property
+    def present(self) -> np.ndarray:
+        return self.held > 0
+
+
+def _tally(rankings: Sequence[Ranking], top_k: int) -> _Tally:
     docs = list(dict.fromkeys(r.document for r in rankings))  # the file's order
     systems = list(dict.fromkeys(s for r in rankings for s in r.ranks))
     annotators = list(dict.fromkeys(r.annotator for r in rankings))
@@ -248,88 +264,108 @@ def analyse(rankings: Sequence[Ranking], top_k: int = 2, n_boot: int = 1000, see
     by_doc: dict[str, dict[str, Ranking]] = {}
     for r in rankings:
         by_doc.setdefault(r.document, {})[r.annotator] = r
-    # per document x system: rankings placing it in the top k, rankings holding it, all annotators agreeing
-    top, held, agreed = (np.zeros((len(docs), len(systems))) for _ in range(3))
+    top, held = np.zeros((len(docs), len(systems))), np.zeros((len(docs), len(systems)))
     for r in rankings:
         for s, better in strictly_better(r.ranks).items():
             top[di[r.document], si[s]] += better < top_k
             held[di[r.document], si[s]] += 1
-    present = held > 0
-    agreed[present] = (top[present] == held[present])
-    # per annotator pair x document: the 3 x 3 table of their pairwise labels
+    agreed = ((top == held) & (held > 0)).astype(float)
     pairs = list(itertools.combinations(annotators, 2))
     tables = np.zeros((len(pairs), len(docs), 3, 3))
     for p, (a, b) in enumerate(pairs):
         for d in docs:
             ra, rb = by_doc[d].get(a), by_doc[d].get(b)
-            if ra is None or rb is None:
-                continue
-            for x, y in itertools.combinations(sorted(ra.ranks), 2):
+            for x, y in itertools.combinations(sorted(ra.ranks), 2) if ra and rb else ():
                 tables[p, di[d], preference(ra.ranks, x, y), preference(rb.ranks, x, y)] += 1
     terms = [kendall_terms([[x.ranks[s] for s in systems if s in x.ranks] for _, x in sorted(by_doc[d].items())])
              for d in docs]
-    w_doc = np.array([w_of_terms(*t) for t in terms])
-    same_systems = len({tuple(sorted(r.ranks)) for r in rankings}) == 1
-    if same_systems:  # the terms of all rankings as raters: the documents' sums add up
-        r_doc = np.array([t[0] for t in terms])
-        m_doc, t_doc = np.array([t[1] for t in terms]), np.array([t[2] for t in terms])
+    same_systems = len({tuple(sorted(r.ranks)) for r in rankings}) == 1  # then the documents' terms add up
+    return _Tally(docs, systems, annotators, by_doc, top, held, agreed, pairs, tables,
+                  np.array([w_of_terms(*t) for t in terms]),
+                  tuple(np.array([t[i] for t in terms]) for i in range(3)) if same_systems else None)
+
+
+def _resampled(t: _Tally, n_boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Each statistic on each of ``n_boot`` resamples of documents (rows; a column per
+    system or annotator pair), all on the same resamples."""
     dists: dict[str, list] = {"share": [], "agreed": [], "kappa": [], "w_mean": [], "w_all": []}
-    for block in resample_indices(len(docs), n_boot, seed) if n_boot > 0 else ():
+    for block in resample_indices(len(t.docs), n_boot, seed) if n_boot > 0 else ():
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN resample of W: NaN, left out
-            dists["share"].append(top[block].sum(1) / held[block].sum(1))
-            dists["agreed"].append(agreed[block].sum(1) / present[block].sum(1))
-            dists["w_mean"].append(np.nanmean(w_doc[block], axis=1))
-        dists["kappa"].append(np.moveaxis(kappa_of_table(tables[:, block].sum(2)), 0, -1))  # rows x pairs
-        if same_systems:
-            dists["w_all"].append(w_of_terms(r_doc[block].sum(1), m_doc[block].sum(1), t_doc[block].sum(1)))
-    dist = {k: np.concatenate(v) if v else np.empty((0,)) for k, v in dists.items()}
+            dists["share"].append(t.top[block].sum(1) / t.held[block].sum(1))
+            dists["agreed"].append(t.agreed[block].sum(1) / t.present[block].sum(1))
+            dists["w_mean"].append(np.nanmean(t.w_doc[block], axis=1))
+        dists["kappa"].append(np.moveaxis(kappa_of_table(t.tables[:, block].sum(2)), 0, -1))  # rows x pairs
+        if t.terms is not None:
+            dists["w_all"].append(w_of_terms(*(x[block].sum(1) for x in t.terms)))
+    return {k: np.concatenate(v) if v else np.empty((0, 0)) for k, v in dists.items()}
 
-    def column(name: str, j: int) -> np.ndarray:
-        return dist[name][:, j] if dist[name].ndim == 2 else np.empty(0)
 
+def _column(dist: np.ndarray, j: int) -> np.ndarray:
+    return dist[:, j] if dist.ndim == 2 and dist.shape[1] > j else np.empty(0)
+
+
+def _shares(t: _Tally, dist: dict[str, np.ndarray], alpha: float) -> list[dict[str, Any]]:
     with np.errstate(invalid="ignore", divide="ignore"):
-        share, agreed_share = top.sum(0) / held.sum(0), agreed.sum(0) / present.sum(0)
-    shares = [{"system": s, "rankings": int(held[:, j].sum()), "in_top_k": int(top[:, j].sum()),
-               "share": _num(share[j]), "ci": _interval(column("share", j), alpha),
-               "documents": int(present[:, j].sum()), "documents_all_annotators_top_k": int(agreed[:, j].sum()),
-               "all_annotators_share": _num(agreed_share[j]), "all_annotators_ci": _interval(column("agreed", j), alpha)}
-              for j, s in enumerate(systems)]
+        share, agreed_share = t.top.sum(0) / t.held.sum(0), t.agreed.sum(0) / t.present.sum(0)
+    return [{"system": s, "rankings": int(t.held[:, j].sum()), "in_top_k": int(t.top[:, j].sum()),
+             "share": _num(share[j]), "ci": _interval(_column(dist["share"], j), alpha),
+             "documents": int(t.present[:, j].sum()), "documents_all_annotators_top_k": int(t.agreed[:, j].sum()),
+             "all_annotators_share": _num(agreed_share[j]),
+             "all_annotators_ci": _interval(_column(dist["agreed"], j), alpha)} for j, s in enumerate(t.systems)]
+
+
+def _agreement(t: _Tally, dist: dict[str, np.ndarray], alpha: float) -> dict[str, Any]:
     kappas = []
-    for p, (a, b) in enumerate(pairs):
-        t = tables[p].sum(0)
-        n = t.sum()
-        kappas.append({"annotators": [a, b], "items": int(n), "kappa": _num(kappa_of_table(t)),
-                       "ci": _interval(column("kappa", p), alpha),
-                       "observed_agreement": _num(np.trace(t) / n) if n else None,
-                       "chance_agreement": _num(float((t.sum(0) * t.sum(1)).sum()) / n ** 2) if n else None,
-                       "table": {"rows": a, "columns": b, "labels": list(LABELS), "counts": t.astype(int).tolist()}})
+    for p, (a, b) in enumerate(t.pairs):
+        table = t.tables[p].sum(0)
+        n = table.sum()
+        kappas.append({"annotators": [a, b], "items": int(n), "kappa": _num(kappa_of_table(table)),
+                       "ci": _interval(_column(dist["kappa"], p), alpha),
+                       "observed_agreement": _num(np.trace(table) / n) if n else None,
+                       "chance_agreement": _num(float((table.sum(0) * table.sum(1)).sum()) / n ** 2) if n else None,
+                       "table": {"rows": a, "columns": b, "labels": list(LABELS),
+                                 "counts": table.astype(int).tolist()}})
     finite = [k["kappa"] for k in kappas if k["kappa"] is not None]
-    light = float(np.mean(finite)) if finite else None
-    light_dist = np.nanmean(dist["kappa"], axis=1) if dist["kappa"].ndim == 2 and dist["kappa"].shape[1] else np.empty(0)
-    w_finite = w_doc[np.isfinite(w_doc)]
-    return {
-        "top_k": top_k, "annotators": annotators, "systems": systems,
-        "interval": {"method": "percentile bootstrap over documents", "level": 1 - alpha, "resamples": n_boot,
-                     "seed": seed},
-        "shares": shares,
-        "agreement": {"labels": "for every document and pair (A, B) of its systems (sorted by name): "
-                                + ", ".join(LABELS) + "; ties are a category of their own",
-                      "pairs": kappas, "kappa_mean": light,
-                      "kappa_mean_ci": _interval(light_dist, alpha) if len(pairs) > 1 else
-                      (kappas[0]["ci"] if kappas else [None, None])},
-        "kendall_w": {
-            "per_document": [{"document": d, "rankings": len(by_doc[d]), "w": _num(w)} for d, w in zip(docs, w_doc)],
-            "mean": _num(float(w_finite.mean())) if len(w_finite) else None,
-            "mean_ci": _interval(dist["w_mean"], alpha),
-            "documents": int(len(w_finite)), "undefined": int(len(docs) - len(w_finite)),
-            "all_rankings": ({"w": _num(w_of_terms(r_doc.sum(0), m_doc.sum(), t_doc.sum())),
-                              "ci": _interval(dist["w_all"], alpha),
-                              "rankings": len(rankings)} if same_systems else
-                             {"w": None, "ci": [None, None], "rankings": len(rankings),
-                              "why": "the rankings do not all hold the same systems"}),
-        },
-    }
+    if len(kappas) > 1 and dist["kappa"].size:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean_ci = _interval(np.nanmean(dist["kappa"], axis=1), alpha)
+    else:
+        mean_ci = kappas[0]["ci"] if kappas else [None, None]
+    return {"labels": "for every document and pair (A, B) of its systems (sorted by name): " + ", ".join(LABELS)
+                      + "; ties are a category of their own",
+            "pairs": kappas, "kappa_mean": float(np.mean(finite)) if finite else None, "kappa_mean_ci": mean_ci,
+            **({} if kappas else {"why": "one annotator: no pair of annotators to compare"})}
+
+
+def _kendall(t: _Tally, dist: dict[str, np.ndarray], alpha: float, n_rankings: int) -> dict[str, Any]:
+    finite = t.w_doc[np.isfinite(t.w_doc)]
+    overall = _num(w_of_terms(*(x.sum(0) for x in t.terms))) if t.terms is not None else None
+    why = ("the rankings do not all hold the same systems" if t.terms is None else
+           "fewer than two rankings, or every ranking ties every system" if overall is None else None)
+    return {"per_document": [{"document": d, "rankings": len(t.by_doc[d]), "w": _num(w)}
+                             for d, w in zip(t.docs, t.w_doc)],
+            "mean": _num(float(finite.mean())) if len(finite) else None,
+            "mean_ci": _interval(dist["w_mean"].ravel(), alpha),
+            "documents": int(len(finite)), "undefined": int(len(t.docs) - len(finite)),
+            "all_rankings": {"w": overall, "ci": _interval(dist["w_all"].ravel(), alpha), "rankings": n_rankings,
+                             **({"why": why} if why else {})}}
+
+
+def analyse(rankings: Sequence[Ranking], top_k: int = 2, n_boot: int = 1000, seed: int = 1234,
+            alpha: float = 0.05) -> dict[str, Any]:
+    """Top-k shares, pairwise kappa and Kendall's W of ``rankings`` (:func:`read_rankings`),
+    with percentile bootstrap intervals over documents, as a JSON-ready dict."""
+    if top_k < 1:
+        raise RankingError(f"--top-k must be at least 1, got {top_k}")
+    tally = _tally(rankings, top_k)
+    dist = _resampled(tally, n_boot, seed)
+    return {"top_k": top_k, "annotators": tally.annotators, "systems": tally.systems,
+            "interval": {"method": "percentile bootstrap over documents", "level": 1 - alpha, "resamples": n_boot,
+                         "seed": seed},
+            "shares": _shares(tally, dist, alpha), "agreement": _agreement(tally, dist, alpha),
+            "kendall_w": _kendall(tally, dist, alpha, len(rankings))}
 
 
 __all__ = ["FIELDS", "LABELS", "Ranking", "RankingError", "analyse", "kendall_w", "kendall_terms", "preference",

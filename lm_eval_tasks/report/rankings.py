@@ -111,9 +111,10 @@ def tables(result: dict[str, Any], counts: dict[str, int]) -> list[Table]:
                     _f(p["chance_agreement"]), _f(p["kappa"]) + _ci(p["ci"])] for p in agreement["pairs"]],
                   caption="Items: every document and pair (A, B) of its systems that both annotators ranked; labels: "
                           + ", ".join(LABELS) + " (ties a category of their own).",
-                  notes=[f"Mean over the {len(agreement['pairs'])} annotator pairs (Light's kappa): "
-                         f"{_f(agreement['kappa_mean'])}{_ci(agreement['kappa_mean_ci'])}."]
-                  if len(agreement["pairs"]) > 1 else [])
+                  notes=([f"Mean over the {len(agreement['pairs'])} annotator pairs (Light's kappa): "
+                          f"{_f(agreement['kappa_mean'])}{_ci(agreement['kappa_mean_ci'])}."]
+                         if len(agreement["pairs"]) > 1 else []) + ([f"Not computed: {agreement['why']}."]
+                                                                     if "why" in agreement else []))
     w = result["kendall_w"]
     overall = w["all_rankings"]
     kendall = Table("kendall_w", "Kendall's W (tie-corrected)", ["Document", "Rankings", "W"],
