@@ -2,8 +2,9 @@
 bootstrap intervals, paired tests, kappa), meta-evaluation, plots, synthetic pairs,
 DomainSum's domain measures (:mod:`.measures`, with the fragment scans of
 :mod:`.fragments` and the per-pair formulas of :mod:`.pair_values`; :mod:`.domains`
-runs them over a corpus) and AdaptEval's token distribution shift (:mod:`.token_shift`
-the formulas, :mod:`.shift_models` the model pairs).
+runs them over a corpus), AdaptEval's token distribution shift (:mod:`.token_shift`
+the formulas, :mod:`.shift_models` the model pairs) and expert ranking studies
+(:mod:`.rankings`: top-k shares, pairwise kappa, Kendall's W).
 
 Why apart from the metric library: these import the metrics and describe corpora or
 models rather than score one summary, and no metric module imports them

@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "meta-eval": ("lm_eval_tasks.commands.meta_eval",
                   "correlate summary metrics with human judgments"),
     "fm-weights": ("lm_eval_tasks.commands.fm_weights", "fit FM's facet weights to your overall human scores"),
+    "rankings": ("lm_eval_tasks.commands.rankings", "expert rankings: top-k shares, pairwise kappa, Kendall's W"),
     "change-amplitude": ("lm_eval_tasks.commands.change_amplitude",
                          "CCSBench attribute dependency: flip one control, regenerate, compare"),
     "demo": ("lm_eval_tasks.commands.demo", "offline demo: a tiny model trained on the sample data, through lm_eval, with its report"),

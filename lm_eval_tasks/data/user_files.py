@@ -167,6 +167,17 @@ def _csv_rows(path: Path, prefix: str, problems: list[str] | None = None) -> Ite
         raise DataError(f"{prefix}{path}: not valid UTF-8 ({exc.reason}); re-encode the file as UTF-8") from None
 
 
+def table_lines(path: Path, problems: list[str] | None = None) -> Iterator[tuple[str, Any]]:
+    """``(where, record)`` of a table a command reads (``domsum rankings``): a CSV file with a
+    header line (by its ``.csv`` suffix), else JSON lines, read as a user domain's splits are
+    (byte-order mark and Windows line ends handled, a bad line named by file and line)."""
+    path = Path(path)
+    if not path.is_file():
+        why = unreadable(path) if os.path.lexists(path) else "it does not exist"
+        raise DataError(f"{path} cannot be read: {why}")
+    return _csv_rows(path, "", problems) if path.suffix.lower() == ".csv" else json_lines(path, problems=problems)
+
+
 def _hub_rows(source: Any, split: str, task: str | None, fields: tuple[str, str]) -> Iterator[tuple[str, dict]]:
     from lm_eval_tasks.data.hub import OFFLINE_HINT, one_line, unreachable
 

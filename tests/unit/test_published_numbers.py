@@ -27,6 +27,11 @@ DOMAINSUM_T3 = ("BART", ("CNN", "Fox", "NYDaily", "NYTimes", "WaPo"),
 DOMAINSUM_T4 = "Sum Diversity\t-0.319\t-0.998*\t-0.929*"
 ADAPTEVAL_T3 = ("Llama2 70b", "Zero-shot Setting", "0.842 35.50 24.59 0.837 35.22 23.35 0.855 36.05 21.48")
 ADAPTEVAL_T5 = ("PEGASUS-X", "3.88 2.8 4.40 2.88 2.0 3.72 2.40 2.0 2.72")
+#: AdaptEval Section 3.3 (manual evaluation), in its text, not a table
+ADAPTEVAL_S33 = ("The final Cohen’s κ𝜅\\kappaitalic_κ inter-annotator agreement is 0.4. The results show that the "
+                 "annotators consistently rated the outputs of both Llama2 7b and 70b in the two-shot scenario among "
+                 "the top two positions of the ranking—60% and 52%, respectively—whereas the fine-tuned models were "
+                 "the least preferred—only 12% (Llama2 7b) and 16% (Pegasus-X) rated on top.")
 MEDQSUM_T3 = "BS-RoBERTa\t19.89\t18.77\t20.89\t22.24\t10.59\t13.24"
 MEDQSUM_T5 = "BLANC-tune\t5.80\t8.50\t7.19\t7.21\t-10.29\t-10.41"
 #: CCSBench Table 4's columns after ID, Method and Arch (the Readability Δ heading is lost in the text)
@@ -109,6 +114,7 @@ def test_adapteval_counts_per_table():
     assert len(paper.find(table="Table 4")) == 13 * 6 - 2  # Llama2 13b base vs FT: GovReport 'x'
     assert len(paper.find(table="Table 5")) == 4 * 9
     assert len(paper.find(table="Table 1")) == len(paper.find(table="Table 2")) == 3 * 3
+    assert len(paper.find(table="Section 3.3")) == 4 + 1  # four systems' top-two shares and kappa
     assert paper.unreadable == []
 
 
@@ -150,6 +156,21 @@ def test_adapteval_tables_equal_the_paper():
     row, line = ADAPTEVAL_T5
     columns = [f"{m} {d}" for m in ("DA", "Coherence", "Fluency") for d in ("arXiv", "PubMed", "GovReport")]
     _assert_row(paper, "Table 5", row, columns, line.split())
+
+
+def test_adapteval_manual_evaluation_equals_the_paper():
+    paper = published.load("adapteval")
+    kappa = float(re.search(r"agreement is (\d\.\d+)\.", ADAPTEVAL_S33).group(1))
+    shares = [float(n) for n in re.findall(r"(\d+)%", ADAPTEVAL_S33)]
+    assert paper.one(table="Section 3.3", metric="Cohen's kappa")["value"] == kappa == 0.4
+    rows = [("Llama2 7b", "2-shot"), ("Llama2 70b", "2-shot"), ("Llama2 7b", "fine-tuned"), ("PEGASUS-X", "fine-tuned")]
+    assert shares == [60, 52, 12, 16]
+    for (row, setting), share in zip(rows, shares):
+        v = paper.one(table="Section 3.3", row=row, setting=setting, column="Top-2 share")
+        assert v["value"] == share and v["model"] == row and v["subset"] == "arxiv", v
+    protocol = paper.protocol("Section 3.3")
+    assert protocol["documents"]["count"] == 25 and "25 random arXiv articles" in protocol["source"]
+    assert protocol["metrics"]["Top-2 share"]["annotators"] == 2 and protocol["metrics"]["Top-2 share"]["systems"] == 4
 
 
 def test_models_are_found_by_their_ids():
@@ -410,7 +431,7 @@ def _leaves(node, path=""):
 
 
 @pytest.mark.parametrize("name, tables", [("domainsum", ("Table 1", "Table 5", "Table 6")),
-                                          ("adapteval", ("Table 1", "Table 2")),
+                                          ("adapteval", ("Table 1", "Table 2", "Section 3.3")),
                                           ("medqsum", ("Table 1", "Table 2", "Table 4"))])
 def test_added_tables_declare_their_protocol(name, tables):
     import json

@@ -42,9 +42,24 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> tuple[float, int]:
     m = np.zeros((len(cats), len(cats)))
     for x, y in pairs:
         m[idx[round(float(x), 6)], idx[round(float(y), 6)]] += 1
-    po = np.trace(m) / n
-    pe = float((m.sum(0) * m.sum(1)).sum()) / n ** 2
-    return (float("nan") if pe == 1 else float((po - pe) / (1 - pe))), n
+    return kappa_of_table(m), n
+
+
+def kappa_of_table(table: np.ndarray) -> Any:
+    """Cohen's kappa of a square table of counts (rows: one annotator's category, columns:
+    the other's, in the same category order): ``(p_o - p_e) / (1 - p_e)`` with ``p_o`` the
+    diagonal's share and ``p_e`` the sum over categories of the product of the two
+    marginal shares (Cohen 1960). NaN for an empty table or when ``p_e`` is 1 (both gave one
+    category only). A stack of tables (``(..., k, k)``) gives an array of kappas. Why a
+    function of the table: a bootstrap over documents sums per-document tables and needs
+    no item list (:mod:`custom_metrics.analysis.rankings`)."""
+    m = np.asarray(table, dtype=float)
+    n = m.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = np.trace(m, axis1=-2, axis2=-1) / n
+        pe = (m.sum(-2) * m.sum(-1)).sum(-1) / n ** 2
+        kappa = np.where((n == 0) | (pe == 1), np.nan, (po - pe) / (1 - pe))
+    return float(kappa) if kappa.ndim == 0 else kappa
 
 
 def weighted_kappa(a: Sequence[Any], b: Sequence[Any], weights: str = "quadratic") -> tuple[float, int]:
@@ -96,4 +111,4 @@ def krippendorff_alpha(reliability: Sequence[Sequence[Any]] | np.ndarray, level:
     return float(krippendorff.alpha(reliability_data=values, level_of_measurement=level))
 
 
-__all__ = ["cohen_kappa", "krippendorff_alpha", "weighted_kappa"]
+__all__ = ["cohen_kappa", "kappa_of_table", "krippendorff_alpha", "weighted_kappa"]
