@@ -3,24 +3,25 @@
 Why: CCSBench (Section 6, Table 4 row D1) composes per-attribute LoRA modules with
 LoRAHub (Huang et al., 2024), "which assigns a fixed weight to each LoRA module". LoRAHub
 composes N modules of equal rank as ``(w1 A1 + ... + wN AN)(w1 B1 + ... + wN BN)``: the
-down- and up-projections are each a weighted sum, so the update has cross terms and is
-*not* the weighted sum of the modules' updates. The result is one ordinary LoRA adapter,
+two low-rank factors are each a weighted sum, so the update has cross terms and is *not*
+the weighted sum of the modules' updates. The result is one ordinary LoRA adapter,
 loaded like any other::
 
     python -m finetune.combine --adapters out/len out/kw out/read out/focus \\
         --weights 0.25 0.25 0.25 0.25 --out out/lorahub
     lm_eval --model hf --model_args pretrained=BASE,peft=out/lorahub ...
 
-Rules (peft's ``add_weighted_adapter``):
+Rules, in peft's notation (a module's update is ``s B A``, ``s`` = alpha / r), both through
+peft's ``add_weighted_adapter``:
 
 * ``lorahub`` (default): peft's ``linear`` combination given the squared weights. peft's
   ``linear`` forms ``A = sum(sign(w) sqrt(|w| s) A_i)`` and ``B = sum(sqrt(|w| s) B_i)``
-  (``s`` = alpha / r, the new adapter's scaling 1); with ``w_i**2`` that is
-  ``sqrt(s) sum(w_i A_i)`` and ``sqrt(s) sum(w_i B_i)``, LoRAHub's rule, exactly when the
-  modules share rank and alpha and the weights share a sign (peft puts the sign on one
-  side only). Anything else is refused in one line.
+  with the new adapter's scaling 1; given ``w_i**2`` that is ``sqrt(s) sum(w_i A_i)`` and
+  ``sqrt(s) sum(w_i B_i)`` (negative weights flip both factors), so the update is ``s (sum w_i B_i)(sum w_i A_i)``, LoRAHub's
+  rule, exactly when the modules share rank and alpha and the weights share a sign (peft
+  puts the sign on one factor only). Anything else is refused in one line.
 * ``cat``: peft's ``cat``: the modules stacked, rank = the sum of ranks, update
-  ``sum(w_i s_i B_i A_i)``, the exact weighted sum of the updates; ranks may differ.
+  ``sum(w_i s_i B_i A_i)``, the exact weighted sum of the updates; ranks and signs may differ.
 
 The output folder holds the adapter and a run card naming the parts and weights.
 """
@@ -183,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", nargs="+", required=True, type=float, metavar="W", help="one weight per adapter")
     p.add_argument("--out", "--output", dest="output", required=True, help="folder of the combined adapter")
     p.add_argument("--combination", default="lorahub", choices=RULES,
-                   help="lorahub (default): (sum w A)(sum w B), equal ranks and alphas; cat: sum w B A, any ranks")
+                   help="lorahub (default): update s (sum w B)(sum w A), equal ranks and alphas, weights of one "
+                        "sign; cat: update sum w s B A, any ranks")
     p.add_argument("--base", help="base model (default: the one recorded in the adapters)")
     p.add_argument("--overwrite", action="store_true", help="replace an adapter already in --out")
     return p

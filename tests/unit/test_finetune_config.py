@@ -163,3 +163,11 @@ def test_prefix_method_takes_its_own_settings_and_refuses_lora_ones(tmp_path, ca
     assert exc.value.code == 2 and err == ["finetune: error: lora_r applies to --method lora only; drop it for "
                                            "--method prefix"]
     assert not (tmp_path / "o").exists()
+    # --resume keeps the prefix length as it keeps a LoRA rank
+    from finetune.card import CARD_NAME, base_card, check_resume, write_card
+
+    ckpt = tmp_path / "run" / "checkpoints" / "checkpoint-2"
+    write_card(ckpt.parent / CARD_NAME, base_card(cfg))
+    check_resume(cfg, ckpt, tmp_path / "run")
+    with pytest.raises(ConfigError, match=r"was trained with num_virtual_tokens 20 \(given 8\); resume with"):
+        check_resume(resolve_config({**common, "num_virtual_tokens": 8}), ckpt, tmp_path / "run")
