@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +97,12 @@ def combine(adapters: list[str], weights: list[float], output: str | Path, rule:
 
     from finetune.card import CARD_NAME, eval_command, model_identity, now, versions, write_card
 
+    from custom_metrics.outputs import check_folder, output_folder
+
     weights = [float(w) for w in weights]
     configs, base = check_parts(adapters, weights, rule, base)
     out = Path(output).resolve()
-    if (out / "adapter_config.json").exists() and not overwrite:
-        raise ConfigError(f"{out} already holds an adapter: pass --overwrite to replace it")
+    check_folder(out, overwrite)          # before any model loads
     seq2seq = configs[0].get("task_type") == "SEQ_2_SEQ_LM"
     cls = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
     try:
@@ -114,27 +113,27 @@ def combine(adapters: list[str], weights: list[float], output: str | Path, rule:
     model = PeftModel.from_pretrained(model, str(adapters[0]), adapter_name=names[0])
     for name, folder in zip(names[1:], adapters[1:]):
         model.load_adapter(str(folder), adapter_name=name)
+    peft_type = "linear" if rule == "lorahub" else "cat"
     given = [w * w for w in weights] if rule == "lorahub" else weights
     # "default": peft saves the adapter of that name at the folder's top, where peft= looks
-    model.add_weighted_adapter(names, given, "default", combination_type="linear" if rule == "lorahub" else "cat")
+    model.add_weighted_adapter(names, given, "default", combination_type=peft_type)
     for name in names:
         model.delete_adapter(name)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    cards = [_part_card(a) for a in adapters]
+    tasks = {c.get("task") for c in cards}
+    task = tasks.pop() if len(tasks) == 1 else None
+    kind = "seq2seq" if seq2seq else "causal"
+    with output_folder(out, overwrite) as tmp:
         model.save_pretrained(str(tmp), selected_adapters=["default"])
         new_cfg = json.loads((tmp / "adapter_config.json").read_text(encoding="utf-8"))
-        cards = [_part_card(a) for a in adapters]
-        task = {c.get("task") for c in cards}
-        task_name = task.pop() if len(task) == 1 and None not in task else None
         card = {
             "schema": SCHEMA,
             "created": now(),
             "command": list(argv) if argv is not None else None,
             "method": "lora_combination",
             "combination": rule,
-            "peft_combination_type": "linear" if rule == "lorahub" else "cat",
+            "peft_combination_type": peft_type,
             "peft_weights": given,
             "base_model": base,
             "parts": [{"adapter": str(Path(a).resolve()), "weight": w, "r": c.get("r"),
@@ -147,21 +146,10 @@ def combine(adapters: list[str], weights: list[float], output: str | Path, rule:
                                     + (",backend=seq2seq" if seq2seq else "")},
             "versions": versions(),
         }
-        if task_name:  # the parts' common task: the command that evaluates the combination on it
+        if task:  # the parts' common task: the command that evaluates the combination on it
             meta = (cards[0].get("hyperparameters") or {}).get("metadata") or {}
-            card["output"]["evaluate_with"] = eval_command(base, str(out), task_name,
-                                                           "seq2seq" if seq2seq else "causal", "lora", meta)
+            card["output"]["evaluate_with"] = eval_command(base, str(out), task, kind, "lora", meta)
         write_card(tmp / CARD_NAME, card)
-        if out.exists():
-            for name in ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin", CARD_NAME,
-                         "README.md"):
-                (out / name).unlink(missing_ok=True)
-            for f in tmp.iterdir():
-                f.replace(out / f.name)
-        else:
-            tmp.replace(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return card
 
 
@@ -187,12 +175,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lorahub (default): update s (sum w B)(sum w A), equal ranks and alphas, weights of one "
                         "sign; cat: update sum w s B A, any ranks")
     p.add_argument("--base", help="base model (default: the one recorded in the adapters)")
-    p.add_argument("--overwrite", action="store_true", help="replace an adapter already in --out")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier output in --out")
     return p
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import sys
+
+    from custom_metrics.outputs import OutputError
 
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -200,7 +190,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         card = combine(a.adapters, a.weights, a.output, a.combination, a.base, a.overwrite,
                        argv=["python", "-m", "finetune.combine", *args])
-    except ConfigError as exc:
+    except (ConfigError, OutputError) as exc:
         parser.exit(2, f"finetune.combine: error: {exc}\n")
     print(f"finetune.combine: saved the combined LoRA adapter to {card['output']['dir']}")
     print(f"finetune.combine: evaluate it with: {card['output'].get('evaluate_with') or card['output']['load_with']}")

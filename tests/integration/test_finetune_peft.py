@@ -225,4 +225,9 @@ def test_parts_that_cannot_combine_are_refused_in_one_line(tmp_path, lora_parts,
         assert exc.value.code == 2 and len(err) == 1, err
         assert err[0].startswith("finetune.combine: error: ") and message in err[0], err
     assert not (tmp_path / "never").exists()
+    # an earlier output is kept unless --overwrite
+    with pytest.raises(SystemExit):
+        combine_main(["--adapters", a, b, "--weights", "0.5", "0.5", "--out", r8])
+    assert f"{r8} is not empty (an earlier run's output?); pass --overwrite" in capsys.readouterr().err
+    assert json.loads((lora_parts / "r8" / "adapter_config.json").read_text())["r"] == 8
 

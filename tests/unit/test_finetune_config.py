@@ -164,10 +164,10 @@ def test_prefix_method_takes_its_own_settings_and_refuses_lora_ones(tmp_path, ca
                                            "--method prefix"]
     assert not (tmp_path / "o").exists()
     # --resume keeps the prefix length as it keeps a LoRA rank
-    from finetune.card import CARD_NAME, base_card, check_resume, write_card
+    from finetune.card import CARD_NAME, check_resume, write_card
 
     ckpt = tmp_path / "run" / "checkpoints" / "checkpoint-2"
-    write_card(ckpt.parent / CARD_NAME, base_card(cfg))
+    write_card(ckpt.parent / CARD_NAME, {"hyperparameters": cfg.to_dict()})   # what a run's start card holds
     check_resume(cfg, ckpt, tmp_path / "run")
     with pytest.raises(ConfigError, match=r"was trained with num_virtual_tokens 20 \(given 8\); resume with"):
         check_resume(resolve_config({**common, "num_virtual_tokens": 8}), ckpt, tmp_path / "run")
