@@ -143,6 +143,9 @@ class FinetuneConfig:
             given = [k for k in LORA_ONLY if getattr(self, k) != getattr(defaults, k)]
             need(not given, f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --method lora only; "
                             f"drop {'it' if len(given) == 1 else 'them'} for --method {self.method}")
+        need(not (self.method == "prefix" and self.gradient_checkpointing),
+             "gradient checkpointing does not work with --method prefix: transformers drops the key/value "
+             "cache in checkpointed layers, and the prefix is that cache; drop --gradient-checkpointing")
         if self.method != "prefix":
             need(self.num_virtual_tokens == FinetuneConfig.num_virtual_tokens,
                  f"num_virtual_tokens applies to --method prefix only (given with --method {self.method})")

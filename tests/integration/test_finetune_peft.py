@@ -100,6 +100,11 @@ def test_prefix_tuned_model_trains_and_loads_in_lm_eval(tmp_path, tiny_causal_lm
     res = lm_eval_with(tiny_causal_lm, out, fixture_data_dir, tmp_path / "eval")
     assert model_arg(res, "peft") == str(out)
     harness_applied(tmp_path / "eval", tiny_causal_lm, out)
+    # nothing to merge into the base
+    from finetune.merge import merge_adapter
+
+    with pytest.raises(SystemExit, match="holds a PREFIX_TUNING adapter; only LoRA adapters merge into the base"):
+        merge_adapter(out)
 
 
 def test_prefix_tuning_trains_a_seq2seq_model(tmp_path, tiny_seq2seq_lm, fixture_data_dir):

@@ -4,6 +4,7 @@ configs, and optional pieces that fall back with a notice.
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 
@@ -141,7 +142,8 @@ def test_prefix_method_takes_its_own_settings_and_refuses_lora_ones(tmp_path, ca
                ({"merge": True}, "merge applies to --method lora only (a prefix is extra key/value positions"),
                ({"load_in_8bit": True}, "8-bit / 4-bit base weights need --method lora"),
                ({"load_in_4bit": True}, "8-bit / 4-bit base weights need --method lora"),
-               ({"num_virtual_tokens": 0}, "num_virtual_tokens must be >= 1, got 0")]
+               ({"num_virtual_tokens": 0}, "num_virtual_tokens must be >= 1, got 0"),
+               ({"gradient_checkpointing": True}, "gradient checkpointing does not work with --method prefix")]
     for extra, message in refused:
         with pytest.raises(ConfigError) as exc:
             resolve_config({**common, **extra})
@@ -163,6 +165,11 @@ def test_prefix_method_takes_its_own_settings_and_refuses_lora_ones(tmp_path, ca
     assert exc.value.code == 2 and err == ["finetune: error: lora_r applies to --method lora only; drop it for "
                                            "--method prefix"]
     assert not (tmp_path / "o").exists()
+    # the cross-domain loop evaluates a prefix run's output as an adapter
+    from lm_eval_tasks.analysis.cross_domain_train import model_args
+
+    assert model_args("b", Path("m"), "prefix", "seq2seq") == "pretrained=b,peft=m,backend=seq2seq"
+    assert model_args("b", Path("m"), "full", "seq2seq") == "pretrained=m,backend=seq2seq"
     # --resume keeps the prefix length as it keeps a LoRA rank
     from finetune.card import CARD_NAME, check_resume, write_card
 
