@@ -1,9 +1,10 @@
-"""Fine-tuning on the suite's tasks: LoRA for causal LMs and seq2seq models, full
-fine-tuning for seq2seq models, with the papers' presets.
+"""Fine-tuning on the suite's tasks: LoRA and prefix tuning for causal LMs and seq2seq
+models, full fine-tuning for seq2seq models, with the papers' presets; trained LoRA
+adapters combine with fixed weights (``python -m finetune.combine``, LoRAHub's rule).
 
 Checkpoints load in the harness as models::
 
-    lm_eval --model hf --model_args pretrained=BASE,peft=OUTPUT ...          # LoRA
+    lm_eval --model hf --model_args pretrained=BASE,peft=OUTPUT ...          # LoRA, prefix
     lm_eval --model hf --model_args pretrained=OUTPUT,backend=seq2seq ...    # full seq2seq
 
 Python use::

@@ -2,7 +2,7 @@
 
 ``OUTPUT/run_card.json`` records the base model, task, preset, method, every resolved
 hyper-parameter, the decisions taken at run time (precision, optimizer and
-quantisation fallbacks, LoRA targets), the data (sizes, dropped / truncated counts,
+quantisation fallbacks, LoRA targets, the prefix length), the data (sizes, dropped / truncated counts,
 SHA-256 of the exact training and validation texts), the seed, metrics (training loss
 history, evaluation loss per epoch, throughput), the package versions and the
 ``lm_eval`` command that evaluates the output.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics import secrets
+from finetune.config import PEFT_METHODS
 from finetune.errors import ConfigError
 from lm_eval_tasks import include_path
 
@@ -39,6 +40,9 @@ SCHEMA = "domsum-finetune-run-card/1"
 #: the settings that make the trained model: a resumed run must keep every one
 MODEL_KEYS = ("base", "method", "model_type", "task")
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules")
+PREFIX_KEYS = ("num_virtual_tokens",)
+#: method -> the settings that shape its trained weights (beyond :data:`MODEL_KEYS`)
+METHOD_KEYS = {"lora": LORA_KEYS, "prefix": PREFIX_KEYS}
 PACKAGES = ("torch", "transformers", "peft", "accelerate", "datasets", "tokenizers",
             "lm_eval", "bitsandbytes", "deepspeed", "domsum-eval")
 
@@ -80,7 +84,7 @@ def eval_command(base: str, output: str, task: str, kind: str, method: str,
     base = model_identity(base)
     metadata = {k: (str(Path(v).resolve()) if k.endswith("_dir") and isinstance(v, str) and Path(v).exists()
                     else v) for k, v in (metadata or {}).items()}
-    margs = (f"pretrained={base}" if baseline else f"pretrained={base},peft={output}" if method == "lora"
+    margs = (f"pretrained={base}" if baseline else f"pretrained={base},peft={output}" if method in PEFT_METHODS
              else f"pretrained={output}")
     if kind == "seq2seq":
         margs += ",backend=seq2seq"
@@ -97,8 +101,8 @@ def model_identity(base: str) -> str:
 
 
 def model_settings(hyperparameters: dict[str, Any]) -> dict[str, Any]:
-    """The settings of :data:`MODEL_KEYS` (and the LoRA ones for a LoRA run), the base by identity."""
-    keys = MODEL_KEYS + (LORA_KEYS if hyperparameters.get("method") == "lora" else ())
+    """The settings of :data:`MODEL_KEYS` and of the run's method (:data:`METHOD_KEYS`), the base by identity."""
+    keys = MODEL_KEYS + METHOD_KEYS.get(str(hyperparameters.get("method")), ())
     out = {k: hyperparameters.get(k) for k in keys}
     out["base"] = model_identity(str(out["base"] or ""))
     return out

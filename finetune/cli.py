@@ -6,6 +6,8 @@ Examples::
         --method lora --preset domainsum --bf16 --gradient-checkpointing --out out/samsum-lora
     python -m finetune --task domainsum_cnndm --base facebook/bart-large --method full \\
         --preset domainsum --out out/cnndm-bart
+    python -m finetune --task ccsbench_compositional --base google/flan-t5-large --method prefix \\
+        --preset ccsbench --num-virtual-tokens 20 --out out/ccs-prefix
     accelerate launch --config_file finetune/configs/accelerate_ddp.yaml -m finetune \\
         --task adapteval_pubmed --base mistralai/Mistral-7B-v0.1 --method lora --preset adapteval \\
         --train-size 5000 --out out/pubmed-5k
@@ -29,16 +31,18 @@ from finetune.presets import preset_names
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m finetune",
-        description="LoRA (causal LM or seq2seq) and full seq2seq fine-tuning on a suite task's "
-                    "train split, with the task's own zero-shot prompt; writes an adapter or "
-                    "model directory that lm_eval loads, and a run card beside it.",
+        description="LoRA or prefix tuning (causal LM or seq2seq) and full seq2seq fine-tuning on a "
+                    "suite task's train split, with the task's own zero-shot prompt; writes an adapter "
+                    "or model directory that lm_eval loads, and a run card beside it. Trained LoRA "
+                    "adapters combine with fixed weights: python -m finetune.combine.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples::", 1)[1],
     )
     g = p.add_argument_group("what to train")
     g.add_argument("--task", help="suite task, e.g. domainsum_samsum or adapteval_pubmed")
     g.add_argument("--base", help="base model: hub id or local directory")
-    g.add_argument("--method", help="lora (causal or seq2seq) or full (seq2seq)")
+    g.add_argument("--method", help="lora (causal or seq2seq), prefix (peft prefix tuning, causal or "
+                                    "seq2seq) or full (seq2seq)")
     g.add_argument("--preset", help=f"hyper-parameters from a paper: {', '.join(preset_names())}")
     g.add_argument("--config", help="YAML file of configuration keys (overrides the preset)")
     g.add_argument("--out", "--output", dest="output",
@@ -74,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--load-in-4bit", dest="load_in_4bit", action="store_const", const=True)
     g.add_argument("--merge", action="store_const", const=True,
                    help="LoRA: also save the merged model under OUTPUT/merged")
+    g.add_argument("--num-virtual-tokens", dest="num_virtual_tokens", type=int,
+                   help="prefix: trainable key/value positions per layer (default 20)")
 
     g = p.add_argument_group("optimisation")
     g.add_argument("--lr", "--learning-rate", dest="learning_rate", type=float)

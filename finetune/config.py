@@ -16,7 +16,12 @@ from typing import Any
 
 from finetune.errors import ConfigError
 
-METHODS = ("lora", "full")
+METHODS = ("lora", "full", "prefix")
+#: methods whose output is a peft adapter over frozen base weights (``lm_eval ... peft=OUTPUT``)
+PEFT_METHODS = ("lora", "prefix")
+#: LoRA-only keys: set to other than their defaults with another method, they are refused
+#: (a rank or target list given to a prefix run would otherwise be dropped without a word)
+LORA_ONLY = ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules")
 MODEL_TYPES = ("auto", "causal", "seq2seq")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 OVERLONG = ("drop", "truncate")
@@ -53,6 +58,7 @@ class FinetuneConfig:
     load_in_8bit: Any = False         # False | True | "auto" (when bitsandbytes + CUDA)
     load_in_4bit: bool = False
     merge: bool = False               # LoRA: also save the merged model under OUTPUT/merged
+    num_virtual_tokens: int = 20      # prefix: trainable key/value positions per layer
     # --- optimisation
     learning_rate: float = 2e-4
     lr_scheduler: str = "linear"
@@ -113,7 +119,7 @@ class FinetuneConfig:
         except SettingError as exc:
             raise ConfigError(str(exc)) from None
         for name in ("batch_size", "grad_accum", "max_length", "max_target_length", "lora_r",
-                     "logging_steps"):
+                     "logging_steps", "num_virtual_tokens"):
             need(int(getattr(self, name)) >= 1, f"{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("train_size", "limit", "eval_limit", "max_steps", "save_steps", "eval_steps",
                      "eval_batch_size", "early_stopping_patience", "save_total_limit"):
@@ -127,8 +133,22 @@ class FinetuneConfig:
              f"load_in_8bit must be true, false or auto, got {self.load_in_8bit!r}")
         need(not (self.load_in_8bit is True and self.load_in_4bit), "choose load_in_8bit or load_in_4bit, not both")
         need(self.method == "lora" or not (self.load_in_8bit is True or self.load_in_4bit),
-             "8-bit / 4-bit base weights need --method lora (quantised weights cannot be trained fully)")
-        need(not (self.merge and self.method != "lora"), "merge applies to --method lora only")
+             "8-bit / 4-bit base weights need --method lora (quantised weights cannot be trained fully, "
+             "and prefix tuning here loads the base unquantised)")
+        need(not (self.merge and self.method != "lora"),
+             "merge applies to --method lora only (a prefix is extra key/value positions, not a weight "
+             "update that folds into the base)")
+        if self.method != "lora":
+            defaults = FinetuneConfig()
+            given = [k for k in LORA_ONLY if getattr(self, k) != getattr(defaults, k)]
+            need(not given, f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --method lora only; "
+                            f"drop {'it' if len(given) == 1 else 'them'} for --method {self.method}")
+        need(not (self.method == "prefix" and self.gradient_checkpointing),
+             "gradient checkpointing does not work with --method prefix: transformers drops the key/value "
+             "cache in checkpointed layers, and the prefix is that cache; drop --gradient-checkpointing")
+        if self.method != "prefix":
+            need(self.num_virtual_tokens == FinetuneConfig.num_virtual_tokens,
+                 f"num_virtual_tokens applies to --method prefix only (given with --method {self.method})")
         if self.early_stopping_patience is not None:
             need(self.eval_strategy != "no", "early stopping needs an evaluation strategy (epoch or steps)")
         if self.best_by_validation:

@@ -25,7 +25,11 @@ def merge_adapter(adapter: str | Path, output: str | Path | None = None, base: s
     cfg_file = adapter / "adapter_config.json"
     if not cfg_file.is_file():
         raise SystemExit(f"finetune.merge: {adapter} has no adapter_config.json (not a LoRA output)")
-    base = base or json.loads(cfg_file.read_text())["base_model_name_or_path"]
+    acfg = json.loads(cfg_file.read_text())
+    if acfg.get("peft_type") != "LORA":  # a prefix is key/value positions, not a weight update to fold in
+        raise SystemExit(f"finetune.merge: {adapter} holds a {acfg.get('peft_type')} adapter; only LoRA adapters "
+                         f"merge into the base")
+    base = base or acfg["base_model_name_or_path"]
     output = Path(output) if output else adapter / "merged"
     config = AutoConfig.from_pretrained(base)
     cls = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModelForCausalLM

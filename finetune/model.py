@@ -1,4 +1,5 @@
-"""Base model, tokenizer, precision, optional quantisation and LoRA wrapping.
+"""Base model, tokenizer, precision, optional quantisation and peft wrapping (LoRA or
+prefix tuning).
 
 Optional pieces are guarded: 8-bit / 4-bit base weights need ``bitsandbytes`` and a
 CUDA device; ``load_in_8bit: auto`` (the DomainSum LoRA preset) uses them when both are
@@ -15,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from finetune.config import ConfigError, FinetuneConfig
+from finetune.config import PEFT_METHODS, ConfigError, FinetuneConfig
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +193,13 @@ def load_model(cfg: FinetuneConfig, kind: str, config: Any, tok: Any) -> Loaded:
     quant = resolve_quantisation(cfg, decisions) if cfg.method == "lora" else None
     if cfg.method != "lora":
         decisions["quantisation"] = "none"
+        if cfg.load_in_8bit == "auto":
+            notice(f"load_in_8bit auto ignored: 8-bit base weights are for --method lora, not {cfg.method}")
 
     kwargs: dict[str, Any] = {}
-    # LoRA: frozen base weights in the training precision (halves memory); the adapter
-    # weights stay fp32 (peft's autocast_adapter_dtype). Full: fp32 master weights + AMP.
-    if cfg.method == "lora" and precision in ("bf16", "fp16"):
+    # LoRA, prefix: frozen base weights in the training precision (halves memory); the
+    # adapter weights stay fp32 (peft's autocast_adapter_dtype). Full: fp32 master weights + AMP.
+    if cfg.method in PEFT_METHODS and precision in ("bf16", "fp16"):
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     else:
         dtype = torch.float32
@@ -232,7 +235,7 @@ def load_model(cfg: FinetuneConfig, kind: str, config: Any, tok: Any) -> Loaded:
             gradient_checkpointing_kwargs={"use_reentrant": False})
     if cfg.gradient_checkpointing:
         model.config.use_cache = False
-        if cfg.method == "lora" and hasattr(model, "enable_input_require_grads"):
+        if cfg.method in PEFT_METHODS and hasattr(model, "enable_input_require_grads"):
             # frozen embeddings: make the checkpointed blocks' inputs require grad
             model.enable_input_require_grads()
 
@@ -248,6 +251,29 @@ def load_model(cfg: FinetuneConfig, kind: str, config: Any, tok: Any) -> Loaded:
             fan_in_fan_out=model_type == "gpt2",   # GPT-2's Conv1D stores weights transposed
         )
         model = get_peft_model(model, lcfg)
+    elif cfg.method == "prefix":
+        model = wrap_prefix(model, kind, model_type, cfg.num_virtual_tokens, decisions)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
     return Loaded(model, tok, kind, model_type, decisions, trainable, total)
+
+
+def wrap_prefix(model: Any, kind: str, model_type: str, num_virtual_tokens: int, decisions: dict) -> Any:
+    """The frozen base with peft's prefix tuning (Li and Liang, 2021): ``num_virtual_tokens``
+    trainable key/value positions prepended in every attention layer.
+
+    Why the prefix is trained directly (peft's ``prefix_projection`` off) and not through
+    the paper's MLP re-parametrisation: the saved adapter is then exactly what was
+    trained, and ``lm_eval ... peft=OUTPUT`` loads it like a LoRA adapter.
+    """
+    from peft import PrefixTuningConfig, TaskType, get_peft_model
+
+    pcfg = PrefixTuningConfig(task_type=TaskType.CAUSAL_LM if kind == "causal" else TaskType.SEQ_2_SEQ_LM,
+                              num_virtual_tokens=num_virtual_tokens, prefix_projection=False)
+    try:
+        model = get_peft_model(model, pcfg)
+    except Exception as exc:  # noqa: BLE001 - peft raises several types for unsupported models
+        raise ConfigError(f"peft's prefix tuning does not support the {model_type!r} {kind} model: {exc}") from None
+    decisions["prefix"] = {"peft_type": "PREFIX_TUNING", "num_virtual_tokens": num_virtual_tokens,
+                           "prefix_projection": False}
+    return model

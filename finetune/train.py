@@ -11,7 +11,7 @@ run card.
 
 Output layout (``OUTPUT``)::
 
-    adapter_config.json, adapter_model.safetensors   LoRA: lm_eval ... peft=OUTPUT
+    adapter_config.json, adapter_model.safetensors   LoRA, prefix: lm_eval ... peft=OUTPUT
     config.json, model.safetensors, tokenizer files  full: lm_eval ... pretrained=OUTPUT
     run_card.json                                    the run card (finetune/card.py)
     merged/                                          LoRA with merge: the merged model
@@ -42,7 +42,7 @@ from custom_metrics.hf_models import context_length
 from custom_metrics.progress import is_enabled as progress_enabled
 from finetune.baseline import compare_line, read_baseline
 from finetune.card import CARD_NAME, base_card, check_resume, eval_command, loss_curves, now, write_card
-from finetune.config import ConfigError, FinetuneConfig
+from finetune.config import PEFT_METHODS, ConfigError, FinetuneConfig
 from finetune.data import (Collator, Encoder, TokenDataset, build_split, check_task, has_split, pack)
 from finetune.model import (bitsandbytes_available, cuda_available, load_model, load_tokenizer,
                             model_kind, notice, resolve_optim)
@@ -50,6 +50,8 @@ from finetune.model import (bitsandbytes_available, cuda_available, load_model, 
 log = logging.getLogger(__name__)
 
 CHECKPOINTS = "checkpoints"
+#: what a run of each method saves, as its last lines name it
+OUTPUT_NAMES = {"lora": "LoRA adapter", "prefix": "prefix-tuning adapter", "full": "model"}
 _USER_TB_DIR = os.environ.get("TENSORBOARD_LOGGING_DIR")   # a user's own choice wins
 WEIGHT_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin",
                 "config.json", "model.safetensors", "pytorch_model.bin", "generation_config.json")
@@ -206,7 +208,7 @@ def training_arguments(cfg: FinetuneConfig, out: Path, optim: str, precision: st
         label_names=["labels"],
         dataloader_num_workers=cfg.num_workers,
         dataloader_pin_memory=cuda_available(),
-        ddp_find_unused_parameters=False,     # LoRA and full runs use every trainable weight
+        ddp_find_unused_parameters=False,     # LoRA, prefix and full runs use every trainable weight
         # CPU-only machines: use_cpu makes torchrun / accelerate multi-process runs real
         # DDP (gloo) instead of independent copies
         use_cpu=not cuda_available(),
@@ -444,7 +446,7 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
                        "parameters": loaded.total_params, "trainable_parameters": loaded.trainable_params},
         "output": {
             "dir": str(out),
-            "format": "peft_adapter" if cfg.method == "lora" else "model",
+            "format": "peft_adapter" if cfg.method in PEFT_METHODS else "model",
             "evaluate_with": eval_command(cfg.base, str(out), cfg.task, kind, cfg.method, cfg.metadata),
             "compare_with": compare_line(eval_command(cfg.base, str(out), cfg.task, kind, cfg.method, cfg.metadata,
                                                       baseline=True), baseline),
@@ -465,7 +467,7 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
             shutil.rmtree(out / CHECKPOINTS)
     state.wait_for_everyone()
     # the run's last words say where its result is and how to evaluate it (main process only)
-    notice(f"saved the {'LoRA adapter' if cfg.method == 'lora' else 'model'} to {out}"
+    notice(f"saved the {OUTPUT_NAMES[cfg.method]} to {out}"
            + (f" (merged model: {decisions['merged']})" if decisions.get("merged") else ""))
     notice(f"evaluate it with: {card['output']['evaluate_with']}")
     notice(card["output"]["compare_with"])

@@ -130,7 +130,7 @@ def _help_of(main: Callable[[list[str]], object]) -> str:
 
 def render_cli() -> str:
     """``--help`` of ``domsum``, of each subcommand (``run`` is lm_eval's own and is left
-    out), and of ``python -m finetune.merge``."""
+    out), and of ``python -m finetune.merge`` and ``python -m finetune.combine``."""
     from lm_eval_tasks import commands
 
     out: list[str] = []
@@ -139,7 +139,8 @@ def render_cli() -> str:
         commands.build_parser().print_help(top)
         out += ["### `domsum`", "", "```text", top.getvalue().rstrip(), "```", ""]
         pages = [(f"domsum {name}", module) for name, (module, _) in commands.COMMANDS.items() if name != "run"]
-        for title, module in [*pages, ("python -m finetune.merge", "finetune.merge")]:
+        for title, module in [*pages, ("python -m finetune.merge", "finetune.merge"),
+                              ("python -m finetune.combine", "finetune.combine")]:
             text = _help_of(importlib.import_module(module).main)
             out += [f"### `{title}`", "", "```text", text, "```", ""]
     return "\n".join(out).rstrip("\n")

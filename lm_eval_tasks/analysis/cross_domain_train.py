@@ -35,7 +35,7 @@ Output layout (what the cross-domain report reads)::
         eval/<model>/results_<timestamp>.json         lm_eval's own output format
         eval/<model>/samples_<task>_<timestamp>.jsonl (with --log-samples, default on)
       <source>/                      one per source domain, e.g. samsum/
-        model/                       the finetune output: adapter (LoRA) or model (full)
+        model/                       the finetune output: adapter (LoRA, prefix) or model (full)
           run_card.json              base, task, preset, hyper-parameters, data hash,
                                      seed, eval loss per epoch, versions
         eval/<model>/results_<timestamp>.json
@@ -142,10 +142,12 @@ def model_kind(base: str, model_type: str) -> str:
 
 
 def model_args(base: str, model_dir: Path | None, method: str, kind: str, extra: str = "") -> str:
-    """lm_eval ``--model_args`` of a row: the base, the base + its LoRA adapter, or the full model."""
+    """lm_eval ``--model_args`` of a row: the base, the base + its adapter (LoRA, prefix), or the full model."""
+    from finetune.config import PEFT_METHODS
+
     if model_dir is None:
         margs = f"pretrained={base}"
-    elif method == "lora":
+    elif method in PEFT_METHODS:
         margs = f"pretrained={base},peft={model_dir}"
     else:
         margs = f"pretrained={model_dir}"

@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "change-amplitude": ("lm_eval_tasks.commands.change_amplitude",
                          "CCSBench attribute dependency: flip one control, regenerate, compare"),
     "demo": ("lm_eval_tasks.commands.demo", "offline demo: a tiny model trained on the sample data, through lm_eval, with its report"),
-    "finetune": ("finetune.cli", "fine-tune a model on a suite task (LoRA or full)"),
+    "finetune": ("finetune.cli", "fine-tune a model on a suite task (LoRA, prefix tuning or full)"),
 }
 
 

@@ -25,7 +25,7 @@ from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
 from finetune import ConfigError, resolve_config, run
 from finetune.cli import main as cli_main
 from lm_eval_tasks.data.loader import DataError
-from helpers.finetune import TASK
+from helpers.finetune import TASK, model_arg, train
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,29 +38,8 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-def train(tmp: Path, base: Path, data: Path, **kw):
-    """Resolve a config like the CLI does and train; return the run card."""
-    overrides = {
-        "task": TASK, "base": str(base), "method": "lora", "preset": "domainsum",
-        "output": str(tmp), "metadata": {"data_dir": str(data)}, "batch_size": 2,
-        "logging_steps": 1, "report_to": "none", "max_steps": 4,
-    }
-    resume = kw.pop("resume", None)
-    overwrite = kw.pop("overwrite", False)
-    overrides.update(kw)
-    return run(resolve_config(overrides), resume=resume, overwrite=overwrite)
-
-
 def lm_eval_meta(data: Path, minilm: str) -> str:
     return json.dumps({"data_dir": str(data), "bertscore_model": minilm, "bertscore_layers": 6})
-
-
-def model_arg(results: dict, key: str):
-    """One ``--model_args`` value as the results JSON records it (a dict or a string)."""
-    ma = results["config"]["model_args"]
-    if isinstance(ma, str):
-        ma = dict(kv.split("=", 1) for kv in ma.split(","))
-    return ma.get(key)
 
 
 def logged(out_dir: Path, task: str) -> list[dict]:

@@ -4,6 +4,7 @@ configs, and optional pieces that fall back with a notice.
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,59 @@ def test_baseline_takes_the_base_runs_given_settings_and_says_what_to_compare_wi
                                                 "as training used none (and with the same --metadata as above): CMD; ")
     with pytest.raises(ConfigError, match=r"^--baseline .*: no results of task 'domainsum_cnndm' by the base model base"):
         read_baseline(tmp_path / "runs", "domainsum_cnndm", "base")
+
+
+def test_prefix_method_takes_its_own_settings_and_refuses_lora_ones(tmp_path, capsys):
+    """Prefix tuning trains key/value positions, not low-rank weight updates: a LoRA rank,
+    targets, merge or quantised base given to a prefix run are refused in one line (a run
+    that dropped them would not be the run asked for), and the prefix length only applies
+    to prefix runs. CCSBench's preset gives prefix runs its PEFT values (Appendix A.2)."""
+    from finetune.cli import build_parser, main
+
+    common = {"task": TASK, "base": "b", "output": "o", "preset": "ccsbench", "method": "prefix"}
+    cfg = resolve_config(common)
+    assert (cfg.method, cfg.learning_rate, cfg.epochs, cfg.num_virtual_tokens) == ("prefix", 1e-4, 20.0, 20)
+    assert (cfg.best_by_validation, cfg.early_stopping_patience) == (True, 3)
+    assert resolve_config({**common, "num_virtual_tokens": "8"}).num_virtual_tokens == 8
+    refused = [({"lora_r": 16}, "lora_r applies to --method lora only; drop it for --method prefix"),
+               ({"lora_alpha": 32, "lora_target_modules": "q,v"},
+                "lora_alpha, lora_target_modules apply to --method lora only; drop them for --method prefix"),
+               ({"merge": True}, "merge applies to --method lora only (a prefix is extra key/value positions"),
+               ({"load_in_8bit": True}, "8-bit / 4-bit base weights need --method lora"),
+               ({"load_in_4bit": True}, "8-bit / 4-bit base weights need --method lora"),
+               ({"num_virtual_tokens": 0}, "num_virtual_tokens must be >= 1, got 0"),
+               ({"gradient_checkpointing": True}, "gradient checkpointing does not work with --method prefix")]
+    for extra, message in refused:
+        with pytest.raises(ConfigError) as exc:
+            resolve_config({**common, **extra})
+        assert message in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(ConfigError, match=r"^num_virtual_tokens applies to --method prefix only \(given with "
+                                          r"--method lora\)$"):
+        resolve_config({**common, "method": "lora", "num_virtual_tokens": 8})
+    with pytest.raises(ConfigError, match="lora_r applies to --method lora only; drop it for --method full"):
+        resolve_config({**common, "preset": "domainsum", "method": "full", "lora_r": 4})
+    with pytest.raises(ConfigError, match="preset 'domainsum' has no values for method 'prefix'"):
+        resolve_config({**common, "preset": "domainsum"})
+    # the command line: --help offers the method and its flag; a refusal is one line, exit 2
+    text = build_parser().format_help()
+    assert "prefix (peft prefix tuning" in text and "--num-virtual-tokens" in text
+    with pytest.raises(SystemExit) as exc:
+        main(["--task", TASK, "--base", "b", "--out", str(tmp_path / "o"), "--preset", "ccsbench",
+              "--method", "prefix", "--lora-r", "4"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err == ["finetune: error: lora_r applies to --method lora only; drop it for "
+                                           "--method prefix"]
+    assert not (tmp_path / "o").exists()
+    # the cross-domain loop evaluates a prefix run's output as an adapter
+    from lm_eval_tasks.analysis.cross_domain_train import model_args
+
+    assert model_args("b", Path("m"), "prefix", "seq2seq") == "pretrained=b,peft=m,backend=seq2seq"
+    assert model_args("b", Path("m"), "full", "seq2seq") == "pretrained=m,backend=seq2seq"
+    # --resume keeps the prefix length as it keeps a LoRA rank
+    from finetune.card import CARD_NAME, check_resume, write_card
+
+    ckpt = tmp_path / "run" / "checkpoints" / "checkpoint-2"
+    write_card(ckpt.parent / CARD_NAME, {"hyperparameters": cfg.to_dict()})   # what a run's start card holds
+    check_resume(cfg, ckpt, tmp_path / "run")
+    with pytest.raises(ConfigError, match=r"was trained with num_virtual_tokens 20 \(given 8\); resume with"):
+        check_resume(resolve_config({**common, "num_virtual_tokens": 8}), ckpt, tmp_path / "run")
