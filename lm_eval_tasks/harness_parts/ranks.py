@@ -54,7 +54,8 @@ MAXIMA = frozenset({"failed_tries"})
 #: figures every rank already holds for the whole run, not its part: a corpus statistic the
 #: family gathered over ranks while scoring (the documents CIDEr-D's idf counts); the same
 #: on every rank, so the most is the figure
-WHOLE_RUN = frozenset({"cider_idf_documents"})
+WHOLE_RUN = frozenset({"cider_idf_documents", "judge_sample_size", "judge_sample_from", "judge_sample_seed",
+                       "judge_sample_ids"})
 #: ratios recomputed from summed counts after merging: ratio -> (numerator, denominator)
 RATIOS = {"share": ("count", "references")}
 
@@ -73,8 +74,8 @@ def merge_counts(values: list, key: str = "", most: bool = False) -> Any:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    if len(values) == 1:
-        return values[0]
+    if len(values) == 1 or (key in WHOLE_RUN and all(v == values[0] for v in values)):
+        return values[0]  # a whole-run figure (a judged sample's ids) is held once, not once per rank
     if all(_number(v) for v in values):
         return max(values) if most else sum(values)
     if all(isinstance(v, dict) for v in values):
