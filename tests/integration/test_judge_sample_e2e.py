@@ -4,7 +4,7 @@ AdaptEval PubMed documents, judged by
 the stub judge on a sample of three: each run's judge requests name only the sampled
 documents, both runs record the same drawn ids, the other five documents are counted as
 not sampled (not as failures), and ``judge_max_requests`` set to the sample's cost stops
-nothing."""
+nothing. A two-rank data-parallel run judges exactly the same three documents."""
 
 from __future__ import annotations
 
@@ -105,3 +105,34 @@ def test_two_systems_are_judged_on_the_same_seeded_sample(tmp_path, mirror, tiny
         assert r["coherence,none"] == pytest.approx(4.0) and r["domain_adaptation,none"] == pytest.approx(4.0)
         assert r["fluency,none"] == pytest.approx(2.0)
         assert meta["scored_documents"]["coherence"] == f"{SAMPLE} of {N_DOCS} documents scored"
+
+
+def test_two_ranks_judge_exactly_the_runs_sample(tmp_path, mirror, minilm_path):
+    """Two gloo ranks (documents 0, 2, ... and 1, 3, ...): the sample is drawn over the whole
+    run's ids, so the run judges exactly three documents, the ones one process would, and the
+    merged results hold the ids once and the not-sampled count of both ranks."""
+    from helpers.dp_lm import run_ranks
+    from helpers.judge_server import StubJudgeServer, Text
+
+    root, vocab = mirror
+    with StubJudgeServer(time_limit_s=400) as server:
+        server.on("Fluency", Text("2"))
+        server.set_default(Text("4"))
+        meta = {"data_dir": str(root), "vocab_dir": str(vocab), "bertscore_model": minilm_path,
+                "bertscore_layers": 6, "judge_model": "stub-judge", "judge_base_url": server.url,
+                "judge_cache": str(tmp_path / "judge.sqlite"), "judge_sample": SAMPLE,
+                "generations_dir": str(tmp_path / "generations")}
+        out = run_ranks(tmp_path / "dp", 2, (TASK,), meta, {"tokenizer": minilm_path, "max_length": 2048},
+                        subprocess_env(OPENAI_API_KEY="test-key"), gen_kwargs="max_gen_toks=24", timeout=400)
+        bodies = list(server.bodies)
+    meta = out["results"]["configs"][TASK]["metadata"]
+    assert meta["counted_over_ranks"]["ranks"] == 2
+    sample = draw([f"pm-{k}" for k in range(N_DOCS)], SAMPLE, 42)
+    assert meta["judge_sample_ids"] == sample and meta["judge_sample_size"] == SAMPLE
+    assert meta["judge_sample_from"] == N_DOCS and meta["judge_sample_seed"] == 42
+    assert meta["judge_not_sampled"] == N_DOCS - SAMPLE
+    samples = out["results"]["samples"][TASK]
+    assert sorted(s["doc"]["id"] for s in samples) == [f"pm-{k}" for k in range(N_DOCS)]
+    judged = {s["doc"]["id"] for s in samples if isinstance(s.get("coherence"), float) and s["coherence"] == 4.0}
+    assert judged == set(sample) == _asked(bodies)
+    assert out["results"]["results"][TASK]["coherence,none"] == pytest.approx(4.0)
