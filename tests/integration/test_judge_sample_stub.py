@@ -128,3 +128,41 @@ def test_focus_corpus_keys_leave_the_unsampled_out_of_f1():
     expected = (f1_high + 0.0) / 2
     assert registry.aggregate(fam, "focus_macro_f1", out["focus_macro_f1"], ctx) == pytest.approx(expected)
     assert ctx.record["judge_not_sampled"] == 3
+
+
+def test_rescore_judges_the_sample_and_records_it(tmp_path):
+    """``domsum rescore --judge-sample``: the same draw over a samples file's ids, only the
+    sample's requests sent, the ids and the not-sampled count in the summary's record."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT, subprocess_env
+    from helpers.rescore import _outputs
+
+    samples = tmp_path / "samples_adapteval_pubmed_2024-06-01T10-20-30.jsonl"
+    ids = [f"adapteval/pubmed/test/{i}" for i in range(7)]
+    samples.write_text("".join(json.dumps({"doc_id": i, "doc": {"id": d, "document": f"Trial <<{d}>> of drug A.",
+                                                                  "summary": "Drug A helped."},
+                                           "target": "Drug A helped.", "filtered_resps": [f"Drug A helped {i}."],
+                                           "filter": "none"}) + "\n" for i, d in enumerate(ids)))
+    with StubJudgeServer(time_limit_s=120, default=(Text("4"),)) as srv:
+        proc = subprocess.run([sys.executable, "-m", "lm_eval_tasks.cli", "rescore", str(samples), "--metrics",
+                               "coherence", "--judge-model", "stub-judge", "--judge-base-url", srv.url,
+                               "--judge-cache", "off", "--judge-logprobs", "on", "--judge-sample", "3",
+                               "--no-progress", "--overwrite", "--metadata", '{"sample_seed": 5}'],
+                              cwd=ROOT, env=subprocess_env(OPENAI_API_KEY="test"), capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        asked = {m["content"].split("<<")[1].split(">>")[0] for b in srv.bodies for m in b["messages"]
+                 if "<<" in m["content"]}
+        sent = srv.received
+    scores, summary = _outputs(tmp_path, samples)
+    sample = draw(ids, 3, 5)
+    assert asked == set(sample) and sent == 3
+    assert "3 requests for 3 items" in proc.stderr
+    assert [s["coherence"] is not None for s in scores] == [d in sample for d in ids]
+    record = summary["record"]
+    assert record["judge_sample_ids"] == sample and record["judge_not_sampled"] == 4
+    assert (record["judge_sample_size"], record["judge_sample_from"], record["judge_sample_seed"]) == (3, 7, 5)
+    assert summary["metrics"]["coherence"] == 4.0
