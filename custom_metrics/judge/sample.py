@@ -19,8 +19,9 @@ What the documents outside the sample carry (:func:`score_sample`): no judged va
 for a mean key, None for a corpus key's item and a detail list, 0 for a count of
 failures) and they are counted in the record's ``judge_not_sampled``, never as failures.
 The record also holds the sample's size, the documents it was drawn from, the seed and
-the drawn identities (``judge_sample_*``). The judge sees only the sample, so its estimate
-and ``judge_max_requests`` count only the sample's requests.
+the drawn identities (``judge_sample_*``: every rank records the whole run's, kept once
+when ranks merge, ``lm_eval_tasks.harness_parts.ranks.WHOLE_RUN``). The judge sees only
+the sample, so its estimate and ``judge_max_requests`` count only the sample's requests.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from custom_metrics.registry import NAN, Batch, Context, Family, one_process
 #: where a context keeps the sample it drew (a document scored alone later, on one rank,
 #: is judged only if it is in the run's sample)
 DRAWN = "judge_sample_drawn"
-#: what the record says about the sample: every rank holds these for the whole run
-WHOLE_RUN_KEYS = ("judge_sample_size", "judge_sample_from", "judge_sample_seed", "judge_sample_ids")
 
 
 def identities(batch: Batch) -> list[str]:
@@ -116,4 +115,4 @@ def score_sample(fam: Family, score: Callable[[Batch, Context], dict[str, list]]
     return out
 
 
-__all__ = ["DRAWN", "WHOLE_RUN_KEYS", "draw", "identities", "not_sampled_value", "rank_of", "score_sample"]
+__all__ = ["DRAWN", "draw", "identities", "not_sampled_value", "rank_of", "score_sample"]

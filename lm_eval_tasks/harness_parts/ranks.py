@@ -11,8 +11,9 @@ elapsed time); a list of counts of the same length is summed element by element;
 other list (one entry per judge batch: estimates, sizing) is every rank's entries in
 rank order; a ratio is recomputed from the summed counts; the attempts a failure took
 are the most any rank needed; a figure every rank already holds for the whole run (a
-corpus statistic gathered while scoring) is kept once; a text or flag the ranks agree on is kept, and one they
-do not agree on (each rank's FM details file) is ``{"per_rank": [...]}``.
+corpus statistic gathered while scoring, a judged sample drawn over every rank's
+documents) is kept once; a text or flag the ranks agree on is kept, and one they do not
+agree on (each rank's FM details file) is ``{"per_rank": [...]}``.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def all_ranks(obj: Any) -> list:
 #: counters that are the most over ranks, not their sum (the attempts a failure reason took)
 MAXIMA = frozenset({"failed_tries"})
 #: figures every rank already holds for the whole run, not its part: a corpus statistic the
-#: family gathered over ranks while scoring (the documents CIDEr-D's idf counts); the same
-#: on every rank, so the most is the figure
+#: family gathered over ranks while scoring (the documents CIDEr-D's idf counts), the judged
+#: sample drawn over every rank's documents (custom_metrics.judge.sample); the same on every
+#: rank, so the most is the figure, and a list of them is kept once
 WHOLE_RUN = frozenset({"cider_idf_documents", "judge_sample_size", "judge_sample_from", "judge_sample_seed",
                        "judge_sample_ids"})
 #: ratios recomputed from summed counts after merging: ratio -> (numerator, denominator)
