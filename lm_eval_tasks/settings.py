@@ -54,7 +54,7 @@ RUN_WIDE = (
     S("hub_path", None, str, None, "Another hub copy of a subset's dataset (same columns).", "data"),
     S("sample_test", None, as_int, None, "Seeded sample of the test split (AdaptEval, CCSBench, medqsum).",
       "data", low=1),
-    S("sample_seed", None, as_int, 42, "Seed of `sample_test` and of `token_shift_samples`.", "data"),
+    S("sample_seed", None, as_int, 42, "Seed of `sample_test`, of `token_shift_samples` and of `judge_sample`.", "data"),
     S("fewshot_seed", None, as_int, 1234, "Seed of the per-document demonstration draw.", "data", system="prompt"),
     S("prompt_tokenizer", "DOMSUM_PROMPT_TOKENIZER", str, None,
       "Tokenizer (hub id or path) whose tokens budget the document inside the prompt.", "data", system="prompt"),

@@ -358,7 +358,7 @@ def judge_focus(summaries: Sequence[str], config: Any,
 
 
 # =========================================================================== the family records
-from custom_metrics.families.judge_metrics import judge_check, judge_describe, judge_of  # noqa: E402
+from custom_metrics.families.judge_metrics import SAMPLE_SETTINGS, judge_check, judge_describe, judge_of, judge_sampled  # noqa: E402, E501
 from custom_metrics.registry import NAN, Batch, Context, Family, Key  # noqa: E402
 
 
@@ -487,10 +487,11 @@ CCS_FOCUS = Family(
               description="macro F1 of the judged focus vs the requested focus", display="Focus F1"),
           Key("focus_parse_failures", higher_is_better=False, aggregation="sum",
               description="judge replies with no label (left out of F1)", unit="count")),
-    score=_focus_score,
+    score=judge_sampled("ccs_focus", _focus_score),
     description="CCSBench empirical-focus control, judged by an LLM (empirical / conceptual).",
     source="custom_metrics.families.ccs",
     needs=("judge",),
+    settings=SAMPLE_SETTINGS,
     check=judge_check,
     describe=judge_describe,
 )

@@ -9,7 +9,7 @@ and the judge configuration a family's context hands to those functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,30 @@ def judge_describe(ctx: Context) -> dict[str, Any]:
     return {"judge_model_used": ctx.judge.model, "judge_base_url_used": ctx.judge.shown_endpoint,
             "judge_host": urlsplit(ctx.judge.endpoint or "https://api.openai.com/v1").hostname}
 
+
+def judge_sampled(family: str, score: Callable[[Batch, Context], dict[str, list]]
+                  ) -> Callable[[Batch, Context], dict[str, list]]:
+    """``score`` of the judged family ``family``, restricted to the run's seeded sample of
+    documents when the judge's ``sample`` (setting ``judge_sample``) is above 0, unchanged
+    otherwise (:mod:`custom_metrics.judge.sample`, imported only then). Every judged family
+    is declared with it, and reads ``sample_seed`` (:data:`SAMPLE_SETTINGS`)."""
+
+    def sampled_score(batch: Batch, ctx: Context) -> dict[str, list]:
+        n = int(getattr(ctx.judge, "sample", 0) or 0)
+        if n <= 0:
+            return score(batch, ctx)
+        from custom_metrics import registry
+        from custom_metrics.judge.sample import score_sample
+
+        return score_sample(registry.get(family), score, batch, ctx, n)
+
+    sampled_score.__doc__ = score.__doc__
+    sampled_score.__name__ = getattr(score, "__name__", "score")
+    return sampled_score
+
+
+#: the settings a judged family reads for its sample, beside the judge's own
+SAMPLE_SETTINGS = ("sample_seed",)
 
 #: what :func:`judge_describe` records -> the setting that chooses it (``Family.recorded``)
 JUDGE_RECORDED = {"judge_model_used": "judge_model"}
@@ -144,11 +168,11 @@ JUDGE = Family(
           Key("judge_parse_failures", higher_is_better=False, aggregation="sum",
               description="judge replies with no valid rating after one retry (left out of the means)",
               unit="count")),
-    score=_adapteval_judge_score,
+    score=judge_sampled("judge", _adapteval_judge_score),
     description="AdaptEval's LLM judge; probability-weighted ratings, unparsable replies counted, never 0.",
     source="custom_metrics.judge.prompts (AdaptEval Table 8 and G-Eval prompts; release gpt4-eval.py variant)",
     needs=("judge", "domain", "document"),
-    settings=("judge_prompt_variant",),
+    settings=("judge_prompt_variant", *SAMPLE_SETTINGS),
     options=("max_document_words",),
     select=_judge_select,
     summary=_judge_summary,
@@ -254,11 +278,11 @@ FM = Family(
           Key("fm_failures", higher_is_better=False, aggregation="sum",
               description="pairs whose facet extraction or rating failed, whose reference had no facet, or whose vanilla rating failed (by kind in fm_failures_by_kind; left out of the means)",
               unit="count")),
-    score=_fm_score,
+    score=judge_sampled("fm", _fm_score),
     description="Facet-aware Metric (Chen et al.): LLM facet extraction and rating of scientific abstracts.",
     source="custom_metrics.judge.fm (the paper's prompts and weights)",
     needs=("judge",),
-    settings=("fm_variant", "fm_weights", "fm_extract_max_tokens", "fm_details"),
+    settings=("fm_variant", "fm_weights", "fm_extract_max_tokens", "fm_details", *SAMPLE_SETTINGS),
     select=_fm_select,
     detail_lists={"fm_detail": "fm"},
     summary=_fm_summary,

@@ -135,6 +135,12 @@ MAX_REQUESTS = S("judge_max_requests", "DOMSUM_JUDGE_MAX_REQUESTS", as_int, None
                  "Most judge requests one run sends; items beyond are not judged (counted as `budget_skipped`, "
                  "NaN); re-run with a higher cap and the same cache to judge only those.", "judge", low=0,
                  flag="most judge requests to send; the rest is left for a re-run (DOMSUM_JUDGE_MAX_REQUESTS)")
+SAMPLE = S("judge_sample", "DOMSUM_JUDGE_SAMPLE", as_int, 0,
+           "Judge only this many of the run's documents, a random sample drawn with `sample_seed` by document "
+           "id (the same documents for every system evaluated on them; AdaptEval Table 5: 25); the others are NaN, "
+           "counted as `judge_not_sampled`, and the drawn ids are recorded as `judge_sample_ids`. 0 = all.",
+           "judge", low=0, flag="judge only a seeded random sample of this many documents; 0 = all "
+                                "(DOMSUM_JUDGE_SAMPLE)")
 PRICE_PROMPT = S("judge_price_prompt", "DOMSUM_JUDGE_PRICE_PROMPT", as_float, None,
                  "Price per 1,000 prompt tokens: the estimate printed before judging shows a cost.", "judge", low=0)
 PRICE_COMPLETION = S("judge_price_completion", "DOMSUM_JUDGE_PRICE_COMPLETION", as_float, None,
@@ -145,7 +151,7 @@ API_KEY = S("judge_api_key", "DOMSUM_JUDGE_API_KEY", str, None,
             "Judge key, environment only (else `OPENAI_API_KEY`); never written anywhere.", "judge", secret=True,
             env_also="OPENAI_API_KEY")
 #: the rows in the order of the settings page
-ROWS = (MODEL, BASE_URL, CONCURRENCY, CACHE, LOGPROBS, N_SAMPLES, TIMEOUT, MAX_REQUESTS, PRICE_PROMPT,
+ROWS = (MODEL, BASE_URL, CONCURRENCY, CACHE, LOGPROBS, N_SAMPLES, TIMEOUT, MAX_REQUESTS, SAMPLE, PRICE_PROMPT,
         PRICE_COMPLETION, MAX_RETRIES, API_KEY)
 del S
 
@@ -217,6 +223,9 @@ class JudgeConfig:
     claim_ttl_s: float | None = None
     #: HTTP requests this process may send to judges (None: no cap); see custom_metrics.judge.budget
     max_requests: int | None = _filled(MAX_REQUESTS)
+    #: documents a judged family scores, a seeded random sample by document id (0: all);
+    #: see custom_metrics.judge.sample
+    sample: int = _filled(SAMPLE)
     #: prices per 1,000 prompt / completion tokens, for the estimate before a batch (None: no cost shown)
     price_prompt: float | None = _filled(PRICE_PROMPT)
     price_completion: float | None = _filled(PRICE_COMPLETION)
@@ -241,6 +250,7 @@ class JudgeConfig:
             ("logprobs", self.logprobs in ("on", "off", "auto"), "'on', 'off' or 'auto'"),
             ("claim_ttl_s", self.claim_ttl_s is None or self.claim_ttl_s > 0, "> 0"),
             ("max_requests", self.max_requests is None or self.max_requests >= 0, ">= 0"),
+            ("sample", isinstance(self.sample, int) and self.sample >= 0, ">= 0"),
             ("price_prompt", self.price_prompt is None or self.price_prompt >= 0, ">= 0"),
             ("price_completion", self.price_completion is None or self.price_completion >= 0, ">= 0"),
         ]

@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--benchmark", help="benchmark whose conventions and vocabulary root apply (default: the task's)")
     g = ap.add_argument_group("judge (each falls back to the environment, as in the tasks)")
     setting_flags(g, "judge_model", "judge_base_url", "judge_concurrency", "judge_max_requests", "judge_cache",
-                  "judge_logprobs", "judge_n_samples")
+                  "judge_logprobs", "judge_n_samples", "judge_sample")
     g.add_argument("--max-document-words", type=int, help="truncate sources in judge prompts")
     setting_flags(g, "fm_variant")
     return ap

@@ -11,8 +11,9 @@ elapsed time); a list of counts of the same length is summed element by element;
 other list (one entry per judge batch: estimates, sizing) is every rank's entries in
 rank order; a ratio is recomputed from the summed counts; the attempts a failure took
 are the most any rank needed; a figure every rank already holds for the whole run (a
-corpus statistic gathered while scoring) is kept once; a text or flag the ranks agree on is kept, and one they
-do not agree on (each rank's FM details file) is ``{"per_rank": [...]}``.
+corpus statistic gathered while scoring, a judged sample drawn over every rank's
+documents) is kept once; a text or flag the ranks agree on is kept, and one they do not
+agree on (each rank's FM details file) is ``{"per_rank": [...]}``.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ def all_ranks(obj: Any) -> list:
 #: counters that are the most over ranks, not their sum (the attempts a failure reason took)
 MAXIMA = frozenset({"failed_tries"})
 #: figures every rank already holds for the whole run, not its part: a corpus statistic the
-#: family gathered over ranks while scoring (the documents CIDEr-D's idf counts); the same
-#: on every rank, so the most is the figure
-WHOLE_RUN = frozenset({"cider_idf_documents"})
+#: family gathered over ranks while scoring (the documents CIDEr-D's idf counts), the judged
+#: sample drawn over every rank's documents (custom_metrics.judge.sample); the same on every
+#: rank, so the most is the figure, and a list of them is kept once
+WHOLE_RUN = frozenset({"cider_idf_documents", "judge_sample_size", "judge_sample_from", "judge_sample_seed",
+                       "judge_sample_ids"})
 #: ratios recomputed from summed counts after merging: ratio -> (numerator, denominator)
 RATIOS = {"share": ("count", "references")}
 
@@ -73,8 +76,8 @@ def merge_counts(values: list, key: str = "", most: bool = False) -> Any:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    if len(values) == 1:
-        return values[0]
+    if len(values) == 1 or (key in WHOLE_RUN and all(v == values[0] for v in values)):
+        return values[0]  # a whole-run figure (a judged sample's ids) is held once, not once per rank
     if all(_number(v) for v in values):
         return max(values) if most else sum(values)
     if all(isinstance(v, dict) for v in values):

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_tasks.published import Published, is_unknown, metric_kind
+from lm_eval_tasks.published.judged import judged_of
 
 #: the protocol fields compared per kind of metric (the others, e.g. a ROUGE ``variant``,
 #: are fixed by the suite key a column reads and are shown, not compared)
@@ -66,6 +67,7 @@ RECORDED: dict[tuple[str, str], str] = {
 WORDS = {"stemming": "stemming", "encoder": "encoder", "layer": "layer", "idf": "idf",
          "rescale_with_baseline": "baseline rescaling", "size": "vocabulary size", "judge_model": "judge model"}
 DOCUMENTS = "test documents"
+JUDGED = "judged documents"
 SPLIT = "document split"
 SETTING = "setting"
 MAX_NEW_TOKENS = "max new tokens"
@@ -99,6 +101,9 @@ class RunFacts:
     #: free fields of a paper's metric protocol the run states for every metric it shows
     #: (``tokenizer``, ``unit``, ``tokens``): compared wherever the paper's metric names the field
     stated: Mapping[str, Any] = field(default_factory=dict)
+    #: the documents its judged metrics scored (:func:`judged_of`): ``count``, ``random`` (a seeded
+    #: random sample, or every document evaluated) and ``words``; empty: not known
+    judged: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,7 +222,8 @@ def run_facts(run: Any) -> RunFacts:
                     subset=run.subset, documents=len(run.samples) if run.samples else None,
                     scoring=scoring_of(run.record or {}),
                     generation=generation_of(run.record or {}, dict(run.system.settings)),
-                    where=f"{run.subset} {setting}")
+                    where=f"{run.subset} {setting}",
+                    judged=judged_of(run.record or {}, len(run.samples) if run.samples else None))
 
 
 def scoring_of(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -294,10 +300,14 @@ def check(facts: RunFacts, protocol: Mapping[str, Any], metrics: Sequence[str],
     (:attr:`RunFacts.stated`) and the generation fields the protocol states."""
     fields = ([setting] if setting is not None else []) + list(extra)
     docs = protocol.get("documents") or {}
+    kinds = {metric_kind(paper.keys(m)) if paper is not None else None for m in metrics}
+    judged = facts.judged if kinds == {"judge"} else {}  # a row of judged metrics only: their documents
     if "count" in docs:
         paper_count = _per_subset(docs["count"], facts.subset)
-        run_count = facts.documents if facts.documents is not None else NOT_RECORDED
+        run_count = judged.get("count", facts.documents if facts.documents is not None else NOT_RECORDED)
         fields.append(Field(DOCUMENTS, run_count, paper_count, _same(run_count, paper_count)))
+    if kinds == {"judge"} and "selection" in docs:
+        fields.append(_judged_field(judged, docs["selection"]))
     if facts.split is not None and "split" in docs:
         fields.append(Field(SPLIT, facts.split, docs["split"], _same(facts.split, docs["split"])))
     for metric in metrics:
@@ -323,6 +333,17 @@ def check(facts: RunFacts, protocol: Mapping[str, Any], metrics: Sequence[str],
             mine = facts.generation.get(name, NOT_RECORDED)
             fields.append(Field(label, mine, theirs, _same(mine, theirs)))
     return Check(tuple(fields))
+
+
+def _judged_field(judged: Mapping[str, Any], selection: Any) -> Field:
+    """The judged documents' selection against the paper's: the same when both are random
+    samples or both are not (the count is compared as the test documents); a seed the paper
+    does not state is no difference, as no two random samples share documents anyway."""
+    mine = judged.get("words", NOT_RECORDED)
+    if is_unknown(selection) or not judged:
+        return Field(JUDGED, mine, selection, None)
+    paper_random = "random" in str(selection).casefold()
+    return Field(JUDGED, mine, selection, judged["random"] == paper_random)
 
 
 def combined(checks: Sequence[tuple[RunFacts, Check]]) -> Check:
@@ -473,7 +494,7 @@ def _documents(f: Field) -> str:
     return f"{_text(f.run)} {DOCUMENTS} (paper: {_text(f.paper)})"
 
 
-__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "PUBLISHED_CELL",
+__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "JUDGED", "PUBLISHED_CELL",
            "RECORDED", "RunFacts", "SAME", "SPLIT", "block_for", "check", "check_runs",
-           "check_table", "combined", "encoder_name", "generation_of", "metrics_of", "row_record", "run_facts",
-           "sampled", "scoring_of", "setting_of", "settings_match"]
+           "check_table", "combined", "encoder_name", "generation_of", "judged_of", "metrics_of", "row_record",
+           "run_facts", "sampled", "scoring_of", "setting_of", "settings_match"]

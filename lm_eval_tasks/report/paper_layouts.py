@@ -63,6 +63,13 @@ def _adapteval_columns() -> tuple[Column, ...]:
     return tuple(Column(f"{d} {m}", key, subset, digits) for d, subset in domains for m, key, digits in keys)
 
 
+def _adapteval_judge_columns() -> tuple[Column, ...]:
+    """AdaptEval Table 5's columns: each judge rating per domain, in the paper's order."""
+    domains = (("arXiv", "arxiv"), ("PubMed", "pubmed"), ("GovReport", "govreport"))
+    keys = (("DA", "domain_adaptation"), ("Coherence", "coherence"), ("Fluency", "fluency"))
+    return tuple(Column(f"{m} {d}", key, subset) for m, key in keys for d, subset in domains)
+
+
 #: CCSBench Tables 4 and 7's columns (the text drops the Δ heading; see ccsbench.json)
 _CCS = (("Quality ROUGE-L", "rougeL"), ("Length PCC", "length_pcc"), ("Length MAD", "length_mad"),
         ("Keywords SR", "keyword_sr"), ("Readability Fnormal", "fkgl_normal"), ("Readability Fhigh", "fkgl_high"),
@@ -71,6 +78,9 @@ _CCS = (("Quality ROUGE-L", "rougeL"), ("Length PCC", "length_pcc"), ("Length MA
 LAYOUTS = (
     Layout("adapteval", "Table 3", "adapteval_table3",
            "AdaptEval Table 3 layout: BERTScore, DVO and ROUGE per domain and setting", _adapteval_columns()),
+    Layout("adapteval", "Table 5", "adapteval_table5",
+           "AdaptEval Table 5 layout: judge ratings (Domain Adaptation, coherence, fluency) per domain",
+           _adapteval_judge_columns(), variants=("judged",)),
     Layout("ccsbench", "Table 4", "ccsbench_table4",
            "CCSBench Table 4 layout: compositional control (quality, explicit and implicit attributes)",
            tuple(Column(h, k, "compositional") for h, k in _CCS), variants=("", "hard")),
@@ -155,9 +165,17 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
             if any(c != "n/a" for c in cells):
                 name = label + (f" ({kind})" if kind else "")
                 facts, check = check_runs(paper, layout.table, list(shown.values()))
-                rows.append([name, "this run", setting_of(first)] + cells + [check.cell()])
+                rows.append([name, _source(facts, metrics, paper), setting_of(first)] + cells + [check.cell()])
                 records.append(row_record(layout.name, paper, layout.table, name, facts, check))
     return rows, records
+
+
+def _source(facts: list, metrics: list[str | None], paper: published.Published) -> str:
+    """``this run``, and, in a layout of judged metrics only (AdaptEval Table 5: "25 random
+    samples"), the documents the judge scored, beside the paper's rows."""
+    kinds = {published.metric_kind(paper.keys(m)) for m in metrics if m}
+    judged = list(dict.fromkeys(f.judged["words"] for f in facts if f.judged.get("words")))
+    return "this run" + (f"; judged: {'; '.join(judged)}" if kinds == {"judge"} and judged else "")
 
 
 def paper_layout(builder: Builder, layout: Layout) -> Table | None:

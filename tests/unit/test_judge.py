@@ -138,7 +138,7 @@ def test_every_judge_setting_fills_the_field_of_its_name(monkeypatch, tmp_path):
     without ``judge_`` (``progress`` as itself): the namespace rule, end to end."""
     given = {"judge_model": "m", "judge_base_url": "http://h/v1", "judge_concurrency": 3,
              "judge_cache": str(tmp_path / "c.sqlite"), "judge_logprobs": "off", "judge_n_samples": 4,
-             "judge_timeout": 7.5, "judge_max_retries": 1, "judge_max_requests": 9,
+             "judge_timeout": 7.5, "judge_max_retries": 1, "judge_max_requests": 9, "judge_sample": 5,
              "judge_price_prompt": 0.5, "judge_price_completion": 1.5, "progress": False}
     monkeypatch.setenv("DOMSUM_JUDGE_API_KEY", "sk-judge")
     assert sorted([*given, "judge_api_key"]) == sorted(judge_conf.SETTINGS)  # every row is exercised

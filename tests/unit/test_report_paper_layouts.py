@@ -167,3 +167,49 @@ def test_each_run_of_a_row_is_checked_on_the_cells_it_fills(ccs):
     row = _row(t, "flan-t5-xxl (Single)", "0-shot")
     assert row["Protocol vs the paper"] == "✗ " + single["sentence"]
     assert "F1 judge model not recorded (paper: not stated: Section 4.2 names GPT-4" in single["sentence"]
+
+
+JUDGED = {"domain_adaptation": 3.5, "coherence": 3.25, "fluency": 2.5}
+JUDGE_RECORD = {"judge_model_used": "gpt-4", "judge_sample_size": 25, "judge_sample_from": 100,
+                "judge_sample_seed": 42, "judge_sample_ids": [f"adapteval/pubmed/test/{i}" for i in range(25)]}
+
+
+def _unscored(n: int) -> list:
+    """``n`` logged documents without per-document scores (the cells read the results' values)."""
+    from lm_eval_tasks.results import Sample
+
+    return [Sample(doc_id=i, id=f"adapteval/pubmed/test/{i}", filter=None, document="d", reference="r",
+                   prediction="p") for i in range(n)]
+
+
+def test_adapteval_table5_states_the_judged_sample_beside_the_published_rows():
+    """A run that judged a seeded random sample of 25 (judge_sample) and one that judged all 8
+    documents it evaluated: each row's source says which documents were judged, and the
+    protocol check compares them with the paper's "random sample of 25" in words."""
+    sampled = _run(LLAMA, "adapteval_pubmed_judged", JUDGED)
+    sampled.record.update(JUDGE_RECORD)
+    sampled.samples.extend(_unscored(100))
+    every = _run(FLAN, "adapteval_pubmed_judged", JUDGED)
+    every.record.update(judge_model_used="gpt-4")
+    every.samples.extend(_unscored(8))
+    t = _tables([sampled, every])["adapteval_table5"]
+    assert t.header == ["System", "Source", "Setting", "DA arXiv", "DA PubMed", "DA GovReport", "Coherence arXiv",
+                        "Coherence PubMed", "Coherence GovReport", "Fluency arXiv", "Fluency PubMed",
+                        "Fluency GovReport", "Protocol vs the paper"]
+    row = _row(t, "llama2-7b", "0-shot")
+    assert (row["DA PubMed"], row["Coherence PubMed"], row["Fluency PubMed"], row["DA arXiv"]) == \
+        ("3.50", "3.25", "2.50", "n/a")
+    assert row["Source"] == ("this run; judged: a seeded random sample of 25 of the 100 documents evaluated "
+                             "(judge_sample, sample_seed 42)")
+    records = {r["run"]: r for r in t.paper_rows}
+    # the sample matches the paper's in count and kind: only the setting differs (Table 5 is 2-shot / FT)
+    assert [d["field"] for d in records["llama2-7b"]["differences"]] == ["setting"]
+    assert "judged documents" in records["llama2-7b"]["checked"] and "test documents" in records["llama2-7b"]["checked"]
+    flan = _row(t, "flan-t5-xxl", "0-shot")
+    assert flan["Source"].startswith("this run; judged: all 8 documents evaluated")
+    assert "8 of 25 test documents" in flan["Protocol vs the paper"]
+    assert ("judged documents all 8 documents evaluated (the first N under --limit, else the whole split; not a "
+            "random sample) (paper: a random sample of 25 per domain, seed not stated)") in flan["Protocol vs the paper"]
+    # the paper's rows beneath, as printed
+    published_row = next(r for r in t.rows if r[0] == "Llama2 7b (published)" and "2-shot" in r[1])
+    assert published_row[4] == "1.00" and published_row[3] == "4.20"

@@ -147,7 +147,7 @@ def test_rescores_settings_flags_are_the_rows_that_declare_one(tmp_path):
     parser = build_parser()
     dests = {a.dest for a in parser._actions}
     offered = {k for k, row in settings.SETTINGS.items() if row.flag is not None}
-    assert offered <= dests and len(offered) == 12
+    assert offered <= dests and len(offered) == 13
     args = parser.parse_args([str(tmp_path / "s.jsonl"), "--bertscore-layers", "9", "--judge-n-samples", "3",
                               "--judge-logprobs", "off", "--fm-variant", "few"])
     given = {k: v for k, v in flagged(args).items() if v is not None}
