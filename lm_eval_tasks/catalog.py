@@ -19,27 +19,32 @@ from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
-from lm_eval_tasks.benchmarks import papers
+from lm_eval_tasks.benchmarks import adapteval, ccsbench, domainsum, medqsum, own, suite
+from lm_eval_tasks.benchmarks.ccsbench.record import CONTROLS as CCSBENCH_CONTROLS
 from lm_eval_tasks.benchmarks.record import Benchmark
 
 TASKS_DIR = Path(__file__).resolve().parent
 
 # --------------------------------------------------------------------------- records
 
-#: every benchmark's record (:mod:`lm_eval_tasks.benchmarks.papers`), in table order
-RECORDS = papers.RECORDS
+_OBJECTS: dict[str, Benchmark] = {b.name: b for b in (adapteval.BENCHMARK, ccsbench.BENCHMARK, domainsum.BENCHMARK,
+                                                     medqsum.BENCHMARK, own.BENCHMARK)}
+#: every benchmark of the suite (its facts and its behaviour's hooks), in table order
+#: (:data:`lm_eval_tasks.benchmarks.suite.RECORDS`)
+RECORDS: dict[str, Benchmark] = {name: _OBJECTS[name] for name in suite.RECORDS}
+#: the suite's benchmarks and the user's, in the order reports list them
+ALL_RECORDS: dict[str, Benchmark] = {name: _OBJECTS[name] for name in suite.ALL_RECORDS}
 BENCHMARKS = tuple(RECORDS)
 #: the benchmark of every user domain (task YAMLs written by ``domsum new-task``,
-#: :mod:`lm_eval_tasks.benchmarks.own`); its subsets are the user's domains
-USER_BENCHMARK = papers.USER.name
+#: :mod:`lm_eval_tasks.benchmarks.own.configs`); its subsets are the user's domains
+USER_BENCHMARK = own.BENCHMARK.name
 #: the suite's benchmarks and the user's, in the order reports list them
-ALL_BENCHMARKS = tuple(papers.ALL_RECORDS)
+ALL_BENCHMARKS = tuple(ALL_RECORDS)
 
 # names the tools and tests use for the records' subsets (read from the records)
 DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(RECORDS["domainsum"].levels)
 ADAPTEVAL_DOMAINS = RECORDS["adapteval"].subsets
 CCSBENCH_SUBSETS = RECORDS["ccsbench"].subsets
-CCSBENCH_CONTROLS = papers.ccsbench.CONTROLS
 MEDQSUM_SUBSETS = RECORDS["medqsum"].subsets
 
 
@@ -47,7 +52,7 @@ def record(benchmark: str) -> Benchmark:
     """The record of ``benchmark`` (the user's record for ``own``); an unknown name is a
     suite error naming the benchmarks."""
     try:
-        return papers.ALL_RECORDS[benchmark]
+        return ALL_RECORDS[benchmark]
     except KeyError:
         raise UnknownTask(f"unknown benchmark {benchmark!r}; benchmarks: {', '.join(ALL_BENCHMARKS)}") from None
 
@@ -72,9 +77,11 @@ class TaskSpec:
     max_gen_toks: int
     until: tuple[str, ...]
     level: str | None = None
-    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.DomainSource`),
+    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.configs.DomainSource`),
     #: None for the suite's benchmarks, whose data sources are the mirror and the hub
     source: Any = field(default=None, compare=False, repr=False)
+    #: the benchmark's record (its facts and its behaviour's hooks), held, not looked up by name
+    record: Benchmark | None = field(default=None, compare=False, repr=False)
 
     @property
     def domain(self) -> str:
@@ -92,11 +99,11 @@ class TaskSpec:
     @property
     def hub_source(self):
         """The hub dataset this subset comes from, or None (mirror only)."""
-        return record(self.benchmark).hub_sources.get(self.subset)
+        return self.record.hub_sources.get(self.subset)
 
     @property
     def paper(self) -> str:
-        return self.source.citation if self.source is not None else record(self.benchmark).citation
+        return self.source.citation if self.source is not None else self.record.citation
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,7 @@ def _build() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
                 for subset in members:
                     spec = TaskSpec(task_name(rec.name, subset, v.shots, v.variant), rec.name, subset, v.shots,
                                     v.variant, rec.task_families(subset, v), rec.gen_budget(subset),
-                                    rec.stops(v.shots), rec.level_of(subset))
+                                    rec.stops(v.shots), rec.level_of(subset), record=rec)
                     tasks[spec.name] = spec
                     names.append(spec.name)
                 if v.group:
@@ -174,7 +181,7 @@ def _table() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
 
 
 def register(spec: TaskSpec) -> TaskSpec:
-    """Add a user domain's task (:mod:`lm_eval_tasks.benchmarks.own`) to the table.
+    """Add a user domain's task (:mod:`lm_eval_tasks.benchmarks.own.configs`) to the table.
 
     Why: from then on every consumer that looks a task up (loading, scoring, rescoring,
     reports, domain statistics, fine-tuning) treats it as one more subset. A name the
@@ -273,7 +280,7 @@ def metric_keys(spec: TaskSpec) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- YAMLs
 
-HEADER = ("# Generated from the benchmark records (lm_eval_tasks/benchmarks/papers/) by lm_eval_tasks/catalog.py;\n"
+HEADER = ("# Generated from the benchmark records (lm_eval_tasks/benchmarks/) by lm_eval_tasks/catalog.py;\n"
           "# edit the record, not this file.\n")
 
 

@@ -1,21 +1,22 @@
-"""Per-paper records and prompts, looked up through the task catalogue.
+"""The suite's benchmarks, one package per paper, and the entry points to their records.
+
+Each package (``adapteval/``, ``ccsbench/``, ``domainsum/``, ``medqsum/``, and ``own/``
+for every user domain) exports one :class:`~lm_eval_tasks.benchmarks.record.Benchmark`,
+``BENCHMARK``: its facts (its ``record`` module; :mod:`.suite` collects them) and
+references to its behaviour (``build_docs``, and where the benchmark has them
+``stop_sequences`` and ``family_options``, each a function of a task's row). A task's
+row holds its benchmark's object, so the functions below call its hooks directly.
 
 Why here and not in the task classes: fine-tuning, token-shift analysis and re-scoring
 must use *exactly* the prompt the harness task uses, without importing the harness.
-Every benchmark module exposes ``build_docs(subset, shots, task, metadata, split)``
-returning ``(records, load facts)``, and may expose ``stop_sequences(task, metadata)``
-and ``family_options(task, family, metadata)``; the functions below are the entry points.
 Nothing in this package imports ``lm_eval``.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the catalogue imports this package's records
     from lm_eval_tasks.catalog import TaskSpec
@@ -46,10 +47,9 @@ def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None =
     from lm_eval_tasks.catalog import lookup
 
     spec = lookup(task) if isinstance(task, str) else task
-    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
     n = spec.shots if shots is None else shots
 
-    docs, report = module.build_docs(spec.subset, n, spec.name, dict(metadata or {}), split=split)
+    docs, report = spec.record.build_docs(spec, n, dict(metadata or {}), split)
     if "data_source" not in report:  # where the documents came from, for the report's provenance
         from lm_eval_tasks.data.loader import split_source
 
@@ -88,13 +88,15 @@ def task_examples(task: str | TaskSpec, split: str = "test", metadata: dict | No
 
 def stop_sequences(spec: TaskSpec, metadata: dict | None = None) -> tuple[str, ...] | None:
     """Stop strings a benchmark's prompt settings impose instead of the catalogue's (None: keep)."""
-    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
-    override = getattr(module, "stop_sequences", None)
-    return override(spec.name, dict(metadata or {})) if override else None
+    override = spec.record.stop_sequences
+    return override(spec, dict(metadata or {})) if override else None
 
 
 def family_options(spec: TaskSpec, family: str, metadata: dict | None = None) -> dict[str, Any]:
     """``Context.options`` a benchmark gives a metric family (e.g. CCSBench's focus-judge prompt)."""
-    module = importlib.import_module(f"lm_eval_tasks.benchmarks.{spec.benchmark}")
-    provide = getattr(module, "family_options", None)
-    return provide(spec.name, family, dict(metadata or {})) if provide else {}
+    provide = spec.record.family_options
+    return provide(spec, family, dict(metadata or {})) if provide else {}
+
+
+__all__ = ["Loaded", "drop_empty", "family_options", "load_task", "stop_sequences",
+           "task_examples"]

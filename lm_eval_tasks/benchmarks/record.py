@@ -3,18 +3,22 @@
 Why one type: a benchmark's facts (subsets and levels, data sources, generation budgets
 and stops, metric families and the keys its tables show first, scoring conventions,
 version and citation) used to live in eight modules; a contributor changing one fact had
-to find them all. Each paper now declares one :class:`Benchmark` in
-:mod:`lm_eval_tasks.benchmarks.papers` (the shape of lighteval's task configs and HELM's
+to find them all. Each paper now declares one :class:`Benchmark` in its package
+(``lm_eval_tasks/benchmarks/<paper>/``; the shape of lighteval's task configs and HELM's
 run specs: every fact beside the paper's citation), and everything else reads it: the
 catalogue expands it into tasks, groups and YAMLs, the loader takes its hub sources,
 the report its headline keys and title, scoring its conventions as setting defaults.
 
-This module imports no loader, no harness and no metric code: records are plain data.
+A package's ``BENCHMARK`` is its record with its behaviour's hooks added as references
+(``build_docs``, ``stop_sequences``, ``family_options``, each a function of a task's
+catalogue row), so a consumer holding a task's row calls them without looking a module
+up by name. This module imports no loader, no harness and
+no metric code: records are plain data and functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +81,15 @@ class Benchmark:
     #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
     #: collected by :mod:`lm_eval_tasks.settings`
     settings: tuple[Setting, ...] = ()
+    #: ``(spec, shots, metadata, split) -> (records, load facts)``: the split's records of the
+    #: task ``spec`` with their ``prompt`` and ``summary``
+    build_docs: Callable[..., tuple[list[dict], dict]] | None = field(default=None, compare=False, repr=False)
+    #: ``(spec, metadata) -> stops or None``: stops a prompt setting imposes instead of ``until``
+    stop_sequences: Callable[[Any, dict], tuple[str, ...] | None] | None = field(default=None, compare=False,
+                                                                                 repr=False)
+    #: ``(spec, family, metadata) -> options``: ``Context.options`` the benchmark gives a family
+    family_options: Callable[[Any, str, dict], dict[str, Any]] | None = field(default=None, compare=False,
+                                                                              repr=False)
 
     def all_subsets(self) -> tuple[str, ...]:
         """The subsets, in level order when there are levels."""

@@ -1,6 +1,6 @@
 """``domsum new-task``: a folder of plain harness YAML that evaluates your own domain.
 
-Flags -> :func:`lm_eval_tasks.benchmarks.own_folder.write_folder`; the walkthrough is
+Flags -> :func:`lm_eval_tasks.benchmarks.own.folder.write_folder`; the walkthrough is
 ``docs/own_domain.md``.
 
     domsum new-task legal --data ~/legal_data --out ~/my_tasks/legal
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from custom_metrics.errors import SuiteError
-from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
-from lm_eval_tasks.benchmarks.own_folder import PATH_STYLES, NewTask, write_folder
+from lm_eval_tasks.benchmarks.own.configs import DEFAULT_FAMILIES
+from lm_eval_tasks.benchmarks.own.folder import PATH_STYLES, NewTask, write_folder
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -39,7 +39,7 @@ from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
 from lm_eval_tasks.report.formats import counted
-from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents
 from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired

@@ -3,7 +3,7 @@
 import pytest
 
 from lm_eval_tasks.benchmarks.prompting import truncate_words
-from lm_eval_tasks.benchmarks import domainsum as ds
+from lm_eval_tasks.benchmarks.domainsum import build as ds
 
 
 PAPER_ZERO_SHOT = "You are an expert at summarization. Summarize the following text: \n\nDOC\n\nSUMMARY:"
