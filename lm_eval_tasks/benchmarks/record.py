@@ -108,4 +108,51 @@ class Benchmark:
         return (*self.families, *self.subset_families.get(subset, ()), *variant.extra_families)
 
 
-__all__ = ["Benchmark", "Convention", "Variant"]
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One leaf task of the suite.
+
+    ``shots`` demonstrations are built into the prompt by the benchmark's record
+    builder (not by the harness's sampler); the harness reports them as ``n-shot``.
+    ``variant`` is the name suffix's meaning: ``""`` plain, ``"judged"`` (LLM judge),
+    ``"fm"`` (Facet-aware Metric), ``"hard"`` (CCSBench ``Attribute: Value`` lines).
+    ``families`` are metric-family names of :mod:`custom_metrics.registry`.
+    """
+
+    name: str
+    benchmark: str
+    subset: str
+    shots: int
+    variant: str
+    families: tuple[str, ...]
+    max_gen_toks: int
+    until: tuple[str, ...]
+    level: str | None = None
+    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.configs.DomainSource`),
+    #: None for the suite's benchmarks, whose data sources are the mirror and the hub
+    source: Any = field(default=None, compare=False, repr=False)
+    #: the benchmark's record (its facts and its behaviour's hooks), held, not looked up by name
+    record: Benchmark | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def domain(self) -> str:
+        """The subset, under the name the domain-shift papers use."""
+        return self.subset
+
+    @property
+    def hub_source(self):
+        """The hub dataset this subset comes from, or None (mirror only)."""
+        return self.record.hub_sources.get(self.subset)
+
+    @property
+    def paper(self) -> str:
+        return self.source.citation if self.source is not None else self.record.citation
+
+
+def task_name(benchmark: str, subset: str, shots: int, variant: str) -> str:
+    """The suite's naming rule: ``<benchmark>_<subset>[_<k>shot][_<variant>]``."""
+    return f"{benchmark}_{subset}" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else "")
+
+
+__all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "task_name"]

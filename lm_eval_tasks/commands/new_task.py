@@ -16,6 +16,7 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks.benchmarks.own.configs import DEFAULT_FAMILIES
 from lm_eval_tasks.benchmarks.own.folder import PATH_STYLES, NewTask, write_folder
+from lm_eval_tasks.catalog import check_new_task
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                   families=tuple(dict.fromkeys(families)), prompt=args.prompt, max_gen_toks=args.max_gen_toks,
                   overwrite=args.overwrite, data_paths=args.data_paths)
     try:
+        check_new_task(req.name)
         done = write_folder(req)
     except SuiteError as exc:
         print(f"domsum new-task: error: {exc}", file=sys.stderr)

@@ -141,7 +141,7 @@ def test_patient_question_strips_doctor_reply():
 
 
 def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
     from lm_eval_tasks.benchmarks.medqsum.build import INSTRUCTION, build_docs
 
     meta = {"data_dir": str(fixture_data_dir)}

@@ -10,7 +10,8 @@ import pytest
 
 from finetune.card import eval_command
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks.own.configs import RecordError, read_task_yaml, register_folder, spec_from_config, task_configs
+from lm_eval_tasks.benchmarks.own.configs import RecordError, read_task_yaml, spec_from_config, task_configs
+from lm_eval_tasks.catalog import register_folder
 from lm_eval_tasks.benchmarks.own.folder import NewTask, default_max_gen_toks, write_folder
 
 

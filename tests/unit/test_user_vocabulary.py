@@ -13,7 +13,7 @@ import pytest
 from custom_metrics.families.dvo import read_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.benchmarks import family_options
-from lm_eval_tasks.benchmarks.own.configs import register_folder
+from lm_eval_tasks.catalog import register_folder
 from lm_eval_tasks.benchmarks.own.folder import NewTask, write_folder
 from lm_eval_tasks.data.vocab import ensure_vocabulary
 

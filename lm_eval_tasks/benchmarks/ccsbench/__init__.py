@@ -13,23 +13,24 @@ from dataclasses import replace
 from typing import Any
 
 from lm_eval_tasks.benchmarks.ccsbench.record import RECORD
+from lm_eval_tasks.benchmarks.record import TaskSpec
 
 
-def build_docs(spec: Any, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
     """The records of ``split`` for the task ``spec`` with their prompts, and the load facts."""
     from lm_eval_tasks.benchmarks.ccsbench.build import build_docs as build
 
     return build(spec.subset, shots, spec.name, metadata, split, hard=spec.variant == "hard")
 
 
-def stop_sequences(spec: Any, metadata: dict) -> tuple[str, ...] | None:
+def stop_sequences(spec: TaskSpec, metadata: dict) -> tuple[str, ...] | None:
     """Stops a prompt file imposes instead of the record's (None: keep them)."""
     from lm_eval_tasks.benchmarks.ccsbench.build import stop_sequences as stops
 
     return stops(spec.name, metadata, hard=spec.variant == "hard")
 
 
-def family_options(spec: Any, family: str, metadata: dict) -> dict[str, Any]:
+def family_options(spec: TaskSpec, family: str, metadata: dict) -> dict[str, Any]:
     """``Context.options`` the benchmark gives ``family`` for the task ``spec``."""
     from lm_eval_tasks.benchmarks.ccsbench.build import family_options as options
 

@@ -10,12 +10,12 @@ which read every record's facts, so the facts stay importable without it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from lm_eval_tasks.benchmarks.medqsum.record import RECORD
+from lm_eval_tasks.benchmarks.record import TaskSpec
 
 
-def build_docs(spec: Any, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
     """The records of ``split`` for the task ``spec`` with their prompts, and the load facts."""
     from lm_eval_tasks.benchmarks.medqsum.build import build_docs as build
 

@@ -13,16 +13,17 @@ from dataclasses import replace
 from typing import Any
 
 from lm_eval_tasks.benchmarks.own.record import RECORD
+from lm_eval_tasks.benchmarks.record import TaskSpec
 
 
-def build_docs(spec: Any, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
     """The records of ``split`` for the user task ``spec`` with their prompts, and the load facts."""
     from lm_eval_tasks.benchmarks.own.build import build_docs as build
 
     return build(spec, shots, metadata, split)
 
 
-def family_options(spec: Any, family: str, metadata: dict) -> dict[str, Any]:
+def family_options(spec: TaskSpec, family: str, metadata: dict) -> dict[str, Any]:
     """``Context.options`` a user domain gives ``family`` (its own vocabulary file for DVO)."""
     from lm_eval_tasks.benchmarks.own.build import family_options as options
 

@@ -12,10 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_tasks.benchmarks.own.record import RECORD, RecordError
-
-#: ``spec``: a catalogue row (:class:`lm_eval_tasks.catalog.TaskSpec`), typed loosely since
-#: the catalogue imports this module through the record's hooks
-TaskSpec = Any
+from lm_eval_tasks.benchmarks.record import TaskSpec
 
 
 def family_options(spec: TaskSpec, family: str, metadata: dict) -> dict[str, Any]:

@@ -8,7 +8,7 @@ dataset with ``dataset_name``), how many demonstrations (``num_fewshot``) and th
 generation budget (``generation_kwargs``), and one block under ``metadata.domain`` says
 what only the suite needs (field names, level, metric families, a prompt of the user's
 own). :func:`spec_from_config` turns such a configuration into a catalogue row
-(:class:`~lm_eval_tasks.catalog.TaskSpec` of benchmark :data:`BENCHMARK`) wherever one
+(:class:`~lm_eval_tasks.benchmarks.record.TaskSpec` of benchmark :data:`BENCHMARK`) wherever one
 is met: in the harness when the task is built, in ``domsum`` commands given the folder
 (``--include_path``), and in the readers of results files, whose task configuration
 holds the same fields. From then on the domain is one more catalogue subset, and every
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,7 +108,7 @@ def spec_from_config(config: Mapping[str, Any], origin: str = "") -> Any:
     error messages name.
     """
     from lm_eval_tasks.benchmarks.own import BENCHMARK as OWN
-    from lm_eval_tasks.catalog import TaskSpec
+    from lm_eval_tasks.benchmarks.record import TaskSpec
 
     task = config.get("task")
     where = f"task {task!r}" + (f" ({origin})" if origin else "")
@@ -238,19 +238,6 @@ def read_task_yaml(path: str | os.PathLike, _seen: tuple[str, ...] = ()) -> dict
     return data
 
 
-def register_folder(folder: str | os.PathLike) -> list[Any]:
-    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
-    FOLDER`` indexes) in the catalogue; a folder that does not exist is an error naming it."""
-    from lm_eval_tasks.catalog import register
-
-    specs = []
-    for path, cfg in task_configs(folder):
-        spec = spec_from_config(cfg, str(path))
-        check_settings(cfg, f"task {spec.name!r} ({path})")
-        specs.append(register(spec))
-    return specs
-
-
 def check_settings(config: Mapping[str, Any], where: str) -> None:
     """Every setting a task YAML's ``metadata`` holds (besides ``metadata.domain``) is a known
     setting of its type and range; :class:`RecordError` naming ``where`` (the YAML) otherwise.
@@ -269,24 +256,6 @@ def check_settings(config: Mapping[str, Any], where: str) -> None:
         check_metadata({k: v for k, v in meta.items() if k != RECORD_KEY}, f"{where}: metadata")
     except SettingError as exc:
         raise RecordError(str(exc)) from None
-
-
-def register_folders(folders: Iterable[str] | None = None) -> None:
-    """Register the task folders ``folders`` (each value split at ``os.pathsep``), by default
-    those of the ``include_path`` setting (``$DOMSUM_INCLUDE_PATH``).
-
-    Why the entry points call this and the catalogue does not: the catalogue is the
-    suite's table and stays free of file reading; ``domsum``, ``python -m finetune`` and
-    ``domsum run`` add the user's folders to it before they look a task up.
-    """
-    if folders is None:
-        from lm_eval_tasks.settings import resolve
-
-        folders = [resolve({}, "include_path") or ""]
-    for folder in folders:
-        for item in str(folder).split(os.pathsep):
-            if item.strip():
-                register_folder(item.strip())
 
 
 def task_configs(folder: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:
