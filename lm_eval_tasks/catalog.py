@@ -45,10 +45,10 @@ USER_BENCHMARK = own.BENCHMARK.name
 ALL_BENCHMARKS = tuple(ALL_RECORDS)
 
 # names the tools and tests use for the records' subsets (read from the records)
-DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(RECORDS["domainsum"].levels)
-ADAPTEVAL_DOMAINS = RECORDS["adapteval"].subsets
-CCSBENCH_SUBSETS = RECORDS["ccsbench"].subsets
-MEDQSUM_SUBSETS = RECORDS["medqsum"].subsets
+DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(domainsum.BENCHMARK.levels)
+ADAPTEVAL_DOMAINS = adapteval.BENCHMARK.subsets
+CCSBENCH_SUBSETS = ccsbench.BENCHMARK.subsets
+MEDQSUM_SUBSETS = medqsum.BENCHMARK.subsets
 
 
 def record(benchmark: str) -> Benchmark:
