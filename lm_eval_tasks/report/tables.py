@@ -199,7 +199,7 @@ class Builder:
         keys = self.headline(benchmark)
         if not runs or not keys:
             return None
-        with_level = benchmark == "domainsum"
+        with_level = benchmark in ALL_RECORDS and bool(ALL_RECORDS[benchmark].levels)  # subsets in levels
         header = ["System", "Setting"] + (["Level"] if with_level else []) + ["Subset", "n"] + [n for _, n in keys]
         rows = []
         for r in runs:
