@@ -147,7 +147,8 @@ def config_from_args(ns: argparse.Namespace) -> FinetuneConfig:
 
 def main(argv: list[str] | None = None) -> dict | None:
     """Parse, resolve, train; clear one-line errors (exit status 2) for bad input."""
-    from lm_eval_tasks.benchmarks.own import RecordError, register_folders
+    from lm_eval_tasks.benchmarks.own.configs import RecordError
+    from lm_eval_tasks.catalog import register_folders
     from lm_eval_tasks.data.loader import DataError
 
     args = list(sys.argv[1:] if argv is None else argv)

@@ -1,6 +1,6 @@
 """Training examples from a suite task, tokenised the way the harness sees them.
 
-Records come from :func:`lm_eval_tasks.benchmarks.task_examples` with ``shots=0``
+Records come from :func:`lm_eval_tasks.catalog.task_examples` with ``shots=0``
 (the task looked up in :mod:`lm_eval_tasks.catalog`): the task's own loader, filters and zero-shot prompt (document truncated
 inside the prompt by the task's budget), so training and evaluation prompts cannot
 drift. Pass the same ``metadata`` to ``lm_eval --metadata`` as to ``finetune
@@ -128,7 +128,7 @@ def has_split(task: str, split: str, metadata: dict) -> bool:
 
 def task_records(task: str, split: str, metadata: dict) -> list[dict]:
     """The task's records of ``split`` with its zero-shot ``prompt`` and ``summary``."""
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
 
     recs = task_examples(task_spec(task), split=split, metadata=dict(metadata), shots=0)
     for r in recs:

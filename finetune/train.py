@@ -363,7 +363,7 @@ def run(cfg: FinetuneConfig, resume: str | bool | None = None, overwrite: bool =
         "train": train.summary(),
         "validation": val.summary() if val else None,
         "metadata": cfg.metadata,
-        "prompt": "the task's zero-shot prompt (lm_eval_tasks.benchmarks.task_examples, shots=0)",
+        "prompt": "the task's zero-shot prompt (lm_eval_tasks.catalog.task_examples, shots=0)",
     }
     notice(f"{cfg.task}: {len(train.examples)} train examples (dropped {train.dropped or 'none'})"
            + (f", {len(val.examples)} validation" if val else ""))

@@ -13,90 +13,51 @@ every task folder's YAMLs; a test checks that the committed YAMLs equal the outp
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
-from lm_eval_tasks.benchmarks import papers
-from lm_eval_tasks.benchmarks.record import Benchmark
+from lm_eval_tasks.benchmarks import adapteval, ccsbench, domainsum, medqsum, own, suite
+from lm_eval_tasks.benchmarks.ccsbench.record import CONTROLS as CCSBENCH_CONTROLS
+from lm_eval_tasks.benchmarks.record import Benchmark, TaskSpec, task_name
 
 TASKS_DIR = Path(__file__).resolve().parent
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- records
 
-#: every benchmark's record (:mod:`lm_eval_tasks.benchmarks.papers`), in table order
-RECORDS = papers.RECORDS
+_OBJECTS: dict[str, Benchmark] = {b.name: b for b in (adapteval.BENCHMARK, ccsbench.BENCHMARK, domainsum.BENCHMARK,
+                                                     medqsum.BENCHMARK, own.BENCHMARK)}
+#: every benchmark of the suite (its facts and its behaviour's hooks), in table order
+#: (:data:`lm_eval_tasks.benchmarks.suite.RECORDS`)
+RECORDS: dict[str, Benchmark] = {name: _OBJECTS[name] for name in suite.RECORDS}
+#: the suite's benchmarks and the user's, in the order reports list them
+ALL_RECORDS: dict[str, Benchmark] = {name: _OBJECTS[name] for name in suite.ALL_RECORDS}
 BENCHMARKS = tuple(RECORDS)
 #: the benchmark of every user domain (task YAMLs written by ``domsum new-task``,
-#: :mod:`lm_eval_tasks.benchmarks.own`); its subsets are the user's domains
-USER_BENCHMARK = papers.USER.name
+#: :mod:`lm_eval_tasks.benchmarks.own.configs`); its subsets are the user's domains
+USER_BENCHMARK = own.BENCHMARK.name
 #: the suite's benchmarks and the user's, in the order reports list them
-ALL_BENCHMARKS = tuple(papers.ALL_RECORDS)
+ALL_BENCHMARKS = tuple(ALL_RECORDS)
 
 # names the tools and tests use for the records' subsets (read from the records)
-DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(RECORDS["domainsum"].levels)
-ADAPTEVAL_DOMAINS = RECORDS["adapteval"].subsets
-CCSBENCH_SUBSETS = RECORDS["ccsbench"].subsets
-CCSBENCH_CONTROLS = papers.ccsbench.CONTROLS
-MEDQSUM_SUBSETS = RECORDS["medqsum"].subsets
+DOMAINSUM_LEVELS: dict[str, tuple[str, ...]] = dict(domainsum.BENCHMARK.levels)
+ADAPTEVAL_DOMAINS = adapteval.BENCHMARK.subsets
+CCSBENCH_SUBSETS = ccsbench.BENCHMARK.subsets
+MEDQSUM_SUBSETS = medqsum.BENCHMARK.subsets
 
 
 def record(benchmark: str) -> Benchmark:
     """The record of ``benchmark`` (the user's record for ``own``); an unknown name is a
     suite error naming the benchmarks."""
     try:
-        return papers.ALL_RECORDS[benchmark]
+        return ALL_RECORDS[benchmark]
     except KeyError:
         raise UnknownTask(f"unknown benchmark {benchmark!r}; benchmarks: {', '.join(ALL_BENCHMARKS)}") from None
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """One leaf task of the suite.
-
-    ``shots`` demonstrations are built into the prompt by the benchmark's record
-    builder (not by the harness's sampler); the harness reports them as ``n-shot``.
-    ``variant`` is the name suffix's meaning: ``""`` plain, ``"judged"`` (LLM judge),
-    ``"fm"`` (Facet-aware Metric), ``"hard"`` (CCSBench ``Attribute: Value`` lines).
-    ``families`` are metric-family names of :mod:`custom_metrics.registry`.
-    """
-
-    name: str
-    benchmark: str
-    subset: str
-    shots: int
-    variant: str
-    families: tuple[str, ...]
-    max_gen_toks: int
-    until: tuple[str, ...]
-    level: str | None = None
-    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.DomainSource`),
-    #: None for the suite's benchmarks, whose data sources are the mirror and the hub
-    source: Any = field(default=None, compare=False, repr=False)
-
-    @property
-    def domain(self) -> str:
-        """The subset, under the name the domain-shift papers use."""
-        return self.subset
-
-    @property
-    def zero_shot(self) -> "TaskSpec":
-        """The zero-shot task of the same benchmark and subset (what fine-tuning trains on)."""
-        found = select(self.benchmark, shots=0, variant="", subsets=(self.subset,))
-        if not found:
-            raise UnknownTask(f"{self.name}: the catalogue has no zero-shot task of {self.benchmark}/{self.subset}")
-        return found[0]
-
-    @property
-    def hub_source(self):
-        """The hub dataset this subset comes from, or None (mirror only)."""
-        return record(self.benchmark).hub_sources.get(self.subset)
-
-    @property
-    def paper(self) -> str:
-        return self.source.citation if self.source is not None else record(self.benchmark).citation
 
 
 @dataclass(frozen=True)
@@ -119,11 +80,6 @@ class UnknownTask(SuiteError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; ours is a sentence
         return str(self.args[0])
-
-
-def task_name(benchmark: str, subset: str, shots: int, variant: str) -> str:
-    """The suite's naming rule: ``<benchmark>_<subset>[_<k>shot][_<variant>]``."""
-    return f"{benchmark}_{subset}" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else "")
 
 
 # --------------------------------------------------------------------------- the table
@@ -151,7 +107,7 @@ def _build() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
                 for subset in members:
                     spec = TaskSpec(task_name(rec.name, subset, v.shots, v.variant), rec.name, subset, v.shots,
                                     v.variant, rec.task_families(subset, v), rec.gen_budget(subset),
-                                    rec.stops(v.shots), rec.level_of(subset))
+                                    rec.stops(v.shots), rec.level_of(subset), record=rec)
                     tasks[spec.name] = spec
                     names.append(spec.name)
                 if v.group:
@@ -174,7 +130,7 @@ def _table() -> tuple[dict[str, TaskSpec], dict[str, GroupSpec]]:
 
 
 def register(spec: TaskSpec) -> TaskSpec:
-    """Add a user domain's task (:mod:`lm_eval_tasks.benchmarks.own`) to the table.
+    """Add a user domain's task (:mod:`lm_eval_tasks.benchmarks.own.configs`) to the table.
 
     Why: from then on every consumer that looks a task up (loading, scoring, rescoring,
     reports, domain statistics, fine-tuning) treats it as one more subset. A name the
@@ -191,6 +147,45 @@ def register(spec: TaskSpec) -> TaskSpec:
 
     register_source(spec.benchmark, spec.subset, spec.source)
     return spec
+
+
+def register_folder(folder: str | os.PathLike) -> list[Any]:
+    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
+    FOLDER`` indexes) in the catalogue; a folder that does not exist is an error naming it."""
+    from lm_eval_tasks.benchmarks.own.configs import check_settings, spec_from_config, task_configs
+
+    specs = []
+    for path, cfg in task_configs(folder):
+        spec = spec_from_config(cfg, str(path))
+        check_settings(cfg, f"task {spec.name!r} ({path})")
+        specs.append(register(spec))
+    return specs
+
+
+def register_folders(folders: Iterable[str] | None = None) -> None:
+    """Register the task folders ``folders`` (each value split at ``os.pathsep``), by default
+    those of the ``include_path`` setting (``$DOMSUM_INCLUDE_PATH``).
+
+    Why the entry points call this and the catalogue's lookups do not: the table of the
+    suite reads no file by itself; ``domsum``, ``python -m finetune`` and ``domsum run``
+    add the user's folders to it before they look a task up.
+    """
+    if folders is None:
+        from lm_eval_tasks.settings import resolve
+
+        folders = [resolve({}, "include_path") or ""]
+    for folder in folders:
+        for item in str(folder).split(os.pathsep):
+            if item.strip():
+                register_folder(item.strip())
+
+
+def check_new_task(name: str) -> None:
+    """A new user domain's name and its two-shot twin are none of the suite's tasks or groups
+    (:class:`UnknownTask` naming the clash); what ``domsum new-task`` asks before it writes."""
+    for task in (name, f"{name}_2shot"):
+        if task in all_groups() or (task in all_tasks() and all_tasks()[task].source is None):
+            raise UnknownTask(f"task name {task!r} is already one of the suite's (`domsum tasks`); choose another")
 
 
 def all_tasks() -> dict[str, TaskSpec]:
@@ -247,6 +242,14 @@ def select(benchmark: str | None = None, *, level: str | None = None, shots: int
             and (subsets is None or t.subset in subsets)]
 
 
+def zero_shot(spec: TaskSpec) -> TaskSpec:
+    """The zero-shot task of the same benchmark and subset as ``spec`` (what fine-tuning trains on)."""
+    found = select(spec.benchmark, shots=0, variant="", subsets=(spec.subset,))
+    if not found:
+        raise UnknownTask(f"{spec.name}: the catalogue has no zero-shot task of {spec.benchmark}/{spec.subset}")
+    return found[0]
+
+
 def subsets(benchmark: str) -> tuple[str, ...]:
     """The subsets (domains) of a benchmark, in catalogue order."""
     seen: dict[str, None] = {}
@@ -271,9 +274,57 @@ def metric_keys(spec: TaskSpec) -> tuple[str, ...]:
     return _metric_keys(spec.families)
 
 
+# --------------------------------------------------------------------------- records of a task
+
+
+@dataclass
+class Loaded:
+    """A task's records of one split and what loading them found (for the results)."""
+
+    spec: TaskSpec
+    split: str
+    docs: list[dict]
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None = None,
+              shots: int | None = None) -> Loaded:
+    """Records of ``split`` for ``task`` with the task's ``prompt`` and ``summary``.
+
+    ``shots=0`` gives the zero-shot prompt of the same benchmark and subset (what
+    fine-tuning trains on); None keeps the task's own. The prompts hold each document
+    within the benchmark's word (or token) budget; fitting a prompt into the evaluated
+    model's window happens per document when the harness renders it
+    (:mod:`~lm_eval_tasks.benchmarks.budget`).
+    """
+    spec = lookup(task) if isinstance(task, str) else task
+    n = spec.shots if shots is None else shots
+
+    docs, report = spec.record.build_docs(spec, n, dict(metadata or {}), split)
+    if "data_source" not in report:  # where the documents came from, for the report's provenance
+        from lm_eval_tasks.data.loader import split_source
+
+        report = {**report, "data_source": split_source(spec.benchmark, spec.subset, split,
+                                                        (metadata or {}).get("data_dir"))}
+    from lm_eval_tasks.benchmarks import drop_empty
+
+    kept, empty = drop_empty(docs)
+    if empty:
+        log.warning("%s: %d %s record(s) with an empty document or reference summary left out: %s",
+                    spec.name, len(empty), split, ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else ""))
+        report = {**report, "skipped_empty": {"split": split, "count": len(empty), "ids": empty}}
+    return Loaded(spec, split, kept, report)
+
+
+def task_examples(task: str | TaskSpec, split: str = "test", metadata: dict | None = None,
+                  shots: int | None = None) -> list[dict]:
+    """The records of :func:`load_task` alone."""
+    return load_task(task, split, metadata, shots).docs
+
+
 # --------------------------------------------------------------------------- YAMLs
 
-HEADER = ("# Generated from the benchmark records (lm_eval_tasks/benchmarks/papers/) by lm_eval_tasks/catalog.py;\n"
+HEADER = ("# Generated from the benchmark records (lm_eval_tasks/benchmarks/) by lm_eval_tasks/catalog.py;\n"
           "# edit the record, not this file.\n")
 
 

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(args[:1])
     try:
         if ns.command != "include-path":  # the user's task folders ($DOMSUM_INCLUDE_PATH), before any lookup
-            from lm_eval_tasks.benchmarks.own import register_folders
+            from lm_eval_tasks.catalog import register_folders
 
             register_folders()
         result = importlib.import_module(COMMANDS[ns.command][0]).main(args[1:])

@@ -66,7 +66,7 @@ def training_pairs(tasks: list[str], data_dir: Path) -> tuple[list[tuple[str, st
     at most :data:`TRAIN_PER_SUBSET` per subset. Also the subsets without a training split,
     which the model then never saw.
     """
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
     from lm_eval_tasks.data.loader import split_exists
 
     meta = {"data_dir": str(data_dir)}
@@ -74,7 +74,7 @@ def training_pairs(tasks: list[str], data_dir: Path) -> tuple[list[tuple[str, st
     missing: list[str] = []
     seen: set[str] = set()
     for name in tasks:
-        spec = catalog.lookup(name).zero_shot
+        spec = catalog.zero_shot(catalog.lookup(name))
         if spec.name in seen:
             continue
         seen.add(spec.name)

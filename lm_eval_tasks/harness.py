@@ -60,8 +60,9 @@ from lm_eval.api.utils import maybe_delimit
 from custom_metrics import model_cache, registry, secrets
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, settings
-from lm_eval_tasks.benchmarks import load_task, stop_sequences
-from lm_eval_tasks.benchmarks.own import check_settings, is_user_config, read_task_yaml, spec_from_config
+from lm_eval_tasks.benchmarks import stop_sequences
+from lm_eval_tasks.catalog import load_task
+from lm_eval_tasks.benchmarks.own.configs import check_settings, is_user_config, read_task_yaml, spec_from_config
 from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt
 from lm_eval_tasks.harness_parts.dataset import as_dataset
 from lm_eval_tasks.harness_parts import resume
@@ -90,7 +91,7 @@ masking.install(evaluator)  # keys in --model_args: out of the results' config a
 class SuiteTask(ConfigurableTask):
     """Every leaf task of the suite; what it does comes from its catalogue row.
 
-    A user's own domain (``metadata.domain`` in its YAML, :mod:`lm_eval_tasks.benchmarks.own`)
+    A user's own domain (``metadata.domain`` in its YAML, :mod:`lm_eval_tasks.benchmarks.own.configs`)
     is registered in the catalogue from its configuration when the task is built.
     """
 

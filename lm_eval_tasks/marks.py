@@ -3,7 +3,7 @@ touching the rest of the page.
 
 Why one helper: three kinds of page mix generated text with prose a person wrote: the
 ``docs/`` pages and the task READMEs (:mod:`lm_eval_tasks.reference`), and the README
-``domsum new-task`` writes into a user's folder (:mod:`lm_eval_tasks.benchmarks.own_folder`).
+``domsum new-task`` writes into a user's folder (:mod:`lm_eval_tasks.benchmarks.own.folder`).
 Each finds its parts, rewrites them and leaves every line outside the marks as it was; they
 differ only in the words of their marks (a Markdown viewer shows neither).
 """

@@ -54,7 +54,7 @@ def check(request: Request, folders: Sequence[str]) -> bool:
     found nowhere or data that cannot be read."""
     from lm_eval_tasks import catalog
     from lm_eval_tasks.data.check import data_problems, harness_data_problem
-    from lm_eval_tasks.benchmarks.own import register_folders
+    from lm_eval_tasks.catalog import register_folders
     from lm_eval_tasks.harness import harness_task_configs, needs_harness_tasks
 
     register_folders(folders)

@@ -194,9 +194,9 @@ def json_error(exc: json.JSONDecodeError, text: str) -> str:
 
 def register_user_tasks(data: dict, path: Path, problems: list[str]) -> None:
     """Put the user domains a results file evaluated into the catalogue, from the task
-    configurations it records (:mod:`lm_eval_tasks.benchmarks.own`), so that its rows get
+    configurations it records (:mod:`lm_eval_tasks.benchmarks.own.configs`), so that its rows get
     their benchmark, domain, level and shots like the suite's."""
-    from lm_eval_tasks.benchmarks.own import is_user_config, spec_from_config
+    from lm_eval_tasks.benchmarks.own.configs import is_user_config, spec_from_config
 
     for name, config in (data.get("configs") or {}).items():
         if isinstance(config, dict) and is_user_config(config):

@@ -16,13 +16,13 @@ from typing import Any
 
 from custom_metrics import registry
 from lm_eval_tasks import settings
-from lm_eval_tasks.benchmarks import papers
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 
 
 def conventions(benchmark: str) -> dict[str, tuple[Any, str]]:
     """``setting -> (value, where it comes from)`` of ``benchmark``'s record (empty for an
     unknown or empty name: the library defaults apply)."""
-    rec = papers.ALL_RECORDS.get(benchmark)
+    rec = ALL_RECORDS.get(benchmark)
     if rec is None:
         return {}
     return {key: (c.value, f"release convention of {benchmark}") for key, c in rec.conventions.items()}

@@ -34,7 +34,7 @@ from custom_metrics.reference_cache import is_off
 from custom_metrics.setting import Setting, arrange, as_bool, as_float, as_int, one_line
 from custom_metrics.analysis import token_shift
 from lm_eval_tasks.analysis import amplitude
-from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 
 
 class SettingError(SuiteError, ValueError):
@@ -134,7 +134,7 @@ def resolve(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -
 
 
 #: keys a task's metadata holds beside the settings: the task YAMLs' own (``domain``: a user
-#: domain's record, :mod:`lm_eval_tasks.benchmarks.own`), and lm-eval's
+#: domain's record, :mod:`lm_eval_tasks.benchmarks.own.configs`), and lm-eval's
 TASK_METADATA_KEYS = frozenset({"version", "paper", "config_source", "domain"})
 
 

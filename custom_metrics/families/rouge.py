@@ -19,7 +19,7 @@ meaningful there. Empty predictions score 0 (rouge-score returns 0 F1 for an emp
 
 Stemming: rouge-score's Porter stemmer, on or off by the ``rouge_stemming`` setting, else
 by the convention the caller passes (:func:`stemming_for`): the task side passes the
-benchmark's release convention from its record (``lm_eval_tasks/benchmarks/papers/``:
+benchmark's release convention from its record (``lm_eval_tasks/benchmarks/``:
 DomainSum's release scores without stemming, AdaptEval's with it; each record says where
 its value comes from), and the results record which applied (``rouge_stemming_source``).
 No setting and no convention (a direct library call): on, the library default.

@@ -186,8 +186,8 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
     (and ``.png`` with matplotlib); return the report. ``metadata`` (the task metadata,
     ``data_dir`` included) goes to every run, each flipped run's with :data:`FLIP_KEY`;
     ``judge``: a judge config (focus is measured only with one)."""
-    from lm_eval_tasks.benchmarks.ccsbench import load_records
-    from lm_eval_tasks.benchmarks.ccsbench import resolve_prompt_spec
+    from lm_eval_tasks.benchmarks.ccsbench.build import load_records
+    from lm_eval_tasks.benchmarks.ccsbench.build import resolve_prompt_spec
 
     test = load_records(subset, "test", dict(metadata), "change_amplitude")
     train = load_records(subset, "train", dict(metadata), "change_amplitude") if shots else test[:0]

@@ -25,9 +25,10 @@ import math
 from typing import Any
 
 from custom_metrics.analysis.token_shift import ALL_POSITIONS, TABLE4_UNITS, UNITS
+from lm_eval_tasks.benchmarks.adapteval.record import RECORD as ADAPTEVAL
 
 #: the paper and table a token-shift run is shown beside
-PUBLISHED_TABLE = ("adapteval", "Table 4")
+PUBLISHED_TABLE = (ADAPTEVAL.name, "Table 4")
 #: the run's statistic beside each of Table 4's metrics (the domain-vocabulary positions)
 STATISTIC = {"KL": "kl", "TSR": "shift_rate"}
 #: the size of the paper's domain vocabulary ("the top 10k most frequent words")

@@ -428,7 +428,7 @@ def task_vocabulary(samples: str, task: str | None, vocab_dir: str | None) -> tu
     :class:`custom_metrics.families.dvo.VocabularyError` or :class:`lm_eval_tasks.catalog.UnknownTask`."""
     from custom_metrics.families.dvo import VocabularyNotFoundError, build_command, load_vocabulary
     from lm_eval_tasks.catalog import lookup
-    from lm_eval_tasks.data.vocab import domain_vocabulary_path
+    from lm_eval_tasks.data.user_files import domain_vocabulary_path
 
     task = task or task_from_samples_name(samples)
     if not task:

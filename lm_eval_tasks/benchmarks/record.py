@@ -3,18 +3,22 @@
 Why one type: a benchmark's facts (subsets and levels, data sources, generation budgets
 and stops, metric families and the keys its tables show first, scoring conventions,
 version and citation) used to live in eight modules; a contributor changing one fact had
-to find them all. Each paper now declares one :class:`Benchmark` in
-:mod:`lm_eval_tasks.benchmarks.papers` (the shape of lighteval's task configs and HELM's
+to find them all. Each paper now declares one :class:`Benchmark` in its package
+(``lm_eval_tasks/benchmarks/<paper>/``; the shape of lighteval's task configs and HELM's
 run specs: every fact beside the paper's citation), and everything else reads it: the
 catalogue expands it into tasks, groups and YAMLs, the loader takes its hub sources,
 the report its headline keys and title, scoring its conventions as setting defaults.
 
-This module imports no loader, no harness and no metric code: records are plain data.
+A package's ``BENCHMARK`` is its record with its behaviour's hooks added as references
+(``build_docs``, ``stop_sequences``, ``family_options``, each a function of a task's
+catalogue row), so a consumer holding a task's row calls them without looking a module
+up by name. This module imports no loader, no harness and
+no metric code: records are plain data and functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +81,15 @@ class Benchmark:
     #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
     #: collected by :mod:`lm_eval_tasks.settings`
     settings: tuple[Setting, ...] = ()
+    #: ``(spec, shots, metadata, split) -> (records, load facts)``: the split's records of the
+    #: task ``spec`` with their ``prompt`` and ``summary``
+    build_docs: Callable[..., tuple[list[dict], dict]] | None = field(default=None, compare=False, repr=False)
+    #: ``(spec, metadata) -> stops or None``: stops a prompt setting imposes instead of ``until``
+    stop_sequences: Callable[[Any, dict], tuple[str, ...] | None] | None = field(default=None, compare=False,
+                                                                                 repr=False)
+    #: ``(spec, family, metadata) -> options``: ``Context.options`` the benchmark gives a family
+    family_options: Callable[[Any, str, dict], dict[str, Any]] | None = field(default=None, compare=False,
+                                                                              repr=False)
 
     def all_subsets(self) -> tuple[str, ...]:
         """The subsets, in level order when there are levels."""
@@ -95,4 +108,51 @@ class Benchmark:
         return (*self.families, *self.subset_families.get(subset, ()), *variant.extra_families)
 
 
-__all__ = ["Benchmark", "Convention", "Variant"]
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One leaf task of the suite.
+
+    ``shots`` demonstrations are built into the prompt by the benchmark's record
+    builder (not by the harness's sampler); the harness reports them as ``n-shot``.
+    ``variant`` is the name suffix's meaning: ``""`` plain, ``"judged"`` (LLM judge),
+    ``"fm"`` (Facet-aware Metric), ``"hard"`` (CCSBench ``Attribute: Value`` lines).
+    ``families`` are metric-family names of :mod:`custom_metrics.registry`.
+    """
+
+    name: str
+    benchmark: str
+    subset: str
+    shots: int
+    variant: str
+    families: tuple[str, ...]
+    max_gen_toks: int
+    until: tuple[str, ...]
+    level: str | None = None
+    #: a user domain's data source and prompts (:class:`lm_eval_tasks.benchmarks.own.configs.DomainSource`),
+    #: None for the suite's benchmarks, whose data sources are the mirror and the hub
+    source: Any = field(default=None, compare=False, repr=False)
+    #: the benchmark's record (its facts and its behaviour's hooks), held, not looked up by name
+    record: Benchmark | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def domain(self) -> str:
+        """The subset, under the name the domain-shift papers use."""
+        return self.subset
+
+    @property
+    def hub_source(self):
+        """The hub dataset this subset comes from, or None (mirror only)."""
+        return self.record.hub_sources.get(self.subset)
+
+    @property
+    def paper(self) -> str:
+        return self.source.citation if self.source is not None else self.record.citation
+
+
+def task_name(benchmark: str, subset: str, shots: int, variant: str) -> str:
+    """The suite's naming rule: ``<benchmark>_<subset>[_<k>shot][_<variant>]``."""
+    return f"{benchmark}_{subset}" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else "")
+
+
+__all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "task_name"]

@@ -100,7 +100,7 @@ class _IncludePath(argparse.Action):
 
     def __call__(self, parser, namespace, value, option_string=None) -> None:
         from custom_metrics.errors import SuiteError
-        from lm_eval_tasks.benchmarks.own import register_folders
+        from lm_eval_tasks.catalog import register_folders
         try:
             register_folders([value])
         except SuiteError as exc:

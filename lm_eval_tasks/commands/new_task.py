@@ -1,6 +1,6 @@
 """``domsum new-task``: a folder of plain harness YAML that evaluates your own domain.
 
-Flags -> :func:`lm_eval_tasks.benchmarks.own_folder.write_folder`; the walkthrough is
+Flags -> :func:`lm_eval_tasks.benchmarks.own.folder.write_folder`; the walkthrough is
 ``docs/own_domain.md``.
 
     domsum new-task legal --data ~/legal_data --out ~/my_tasks/legal
@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from custom_metrics.errors import SuiteError
-from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
-from lm_eval_tasks.benchmarks.own_folder import PATH_STYLES, NewTask, write_folder
+from lm_eval_tasks.benchmarks.own.configs import DEFAULT_FAMILIES
+from lm_eval_tasks.benchmarks.own.folder import PATH_STYLES, NewTask, write_folder
+from lm_eval_tasks.catalog import check_new_task
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                   families=tuple(dict.fromkeys(families)), prompt=args.prompt, max_gen_toks=args.max_gen_toks,
                   overwrite=args.overwrite, data_paths=args.data_paths)
     try:
+        check_new_task(req.name)
         done = write_folder(req)
     except SuiteError as exc:
         print(f"domsum new-task: error: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.benchmarks.papers import RECORDS
+from lm_eval_tasks.benchmarks.suite import RECORDS
 from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, assign_ids, json_lines, \
     validate_record, where_prefix
 from lm_eval_tasks.data.user_files import checked_lines, iter_records, user_source
@@ -114,7 +114,7 @@ def sampled_test(records: Sequence[Any], metadata: Any) -> list[Any]:
 
 
 #: every hub source of the suite's benchmarks, by ``(benchmark, subset)``: read from the
-#: benchmark records (:mod:`lm_eval_tasks.benchmarks.papers`), where each is declared
+#: benchmark records (:mod:`lm_eval_tasks.benchmarks`), where each is declared
 HUB_SOURCES: dict[tuple[str, str], HubSource] = {
     (rec.name, subset): src for rec in RECORDS.values() for subset, src in rec.hub_sources.items()}
 

@@ -3,7 +3,7 @@
 Why beside the loader and not in it: the suite's own benchmarks live in the mirror
 layout (``DIR/<benchmark>/<subset>/<split>.jsonl``) or come from a registered hub source,
 while a user's domain names its files and fields in its task YAML
-(:mod:`lm_eval_tasks.benchmarks.own`). Records come out as the loader's
+(:mod:`lm_eval_tasks.benchmarks.own.configs`). Records come out as the loader's
 (``document``, ``summary``, optional ``id``; the user's other fields kept), and every
 problem names the task, the file, the line and the field, as the loader's do.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from custom_metrics.families.dvo import vocabulary_path
 from lm_eval_tasks.data.records import BadLines, DataError, assign_ids, fail_or_collect, is_blank, json_lines, \
     validate_record, where_prefix as _where
 
@@ -261,3 +263,34 @@ def first_problem(source: Any, split: str, task: str | None = None) -> str | Non
     except DataError as exc:
         return str(exc)
     return f"{_where(task)}{source.where(split)} holds no records"
+
+
+def data_fingerprint(source) -> str:
+    """What identifies a user domain's train data: the file's path, size and modification
+    time (a hub split: its dataset, config and split), so an edited file gets a new vocabulary."""
+    where = source.where("train")
+    if source.format == "hub":
+        return where
+    st = Path(where).stat()
+    return f"{where}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def domain_vocabulary_path(benchmark: str, subset: str, vocab_dir: str | None) -> Path:
+    """The vocabulary file a domain's DVO reads: ``VOCAB_DIR/<benchmark>/<subset>.tsv`` for
+    the suite's domains; for a user domain ``VOCAB_DIR/own/<subset>-<digest>.tsv``, the
+    digest (12 hex digits) that of its train data's :func:`data_fingerprint`.
+
+    Why the digest in the name: a user domain is named by its task YAML, and two folders
+    may name theirs alike; keyed by the name alone they would share one file, each run
+    rebuilding it from its own train file under the other's feet. With the digest each
+    train file has its own vocabulary, and an edited one gets a new file.
+    """
+    path = vocabulary_path(benchmark, subset, vocab_dir, must_exist=False)
+    source = user_source(benchmark, subset)
+    if source is None or "train" not in source.splits:
+        return path
+    try:
+        stamp = data_fingerprint(source)
+    except OSError:  # no train file: the run's data check names it
+        return path
+    return path.with_name(f"{subset}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}{path.suffix}")

@@ -10,16 +10,16 @@ with :func:`build_all`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from custom_metrics.errors import SuiteError
-from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, vocabulary_path, write_vocabulary
+from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, write_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
+from lm_eval_tasks.data.user_files import data_fingerprint, domain_vocabulary_path
 from lm_eval_tasks.settings import resolve
 
 
@@ -125,37 +125,6 @@ def build_one(benchmark: str, subset: str, *, data_dir: str | None = None, split
         "documents": builder.documents, "words": builder.words, "tokens": builder.tokens,
         "seconds": elapsed, "words_per_second": builder.words / elapsed if elapsed > 0 else None,
     }
-
-
-def data_fingerprint(source) -> str:
-    """What identifies a user domain's train data: the file's path, size and modification
-    time (a hub split: its dataset, config and split), so an edited file gets a new vocabulary."""
-    where = source.where("train")
-    if source.format == "hub":
-        return where
-    st = Path(where).stat()
-    return f"{where}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def domain_vocabulary_path(benchmark: str, subset: str, vocab_dir: str | None) -> Path:
-    """The vocabulary file a domain's DVO reads: ``VOCAB_DIR/<benchmark>/<subset>.tsv`` for
-    the suite's domains; for a user domain ``VOCAB_DIR/own/<subset>-<digest>.tsv``, the
-    digest (12 hex digits) that of its train data's :func:`data_fingerprint`.
-
-    Why the digest in the name: a user domain is named by its task YAML, and two folders
-    may name theirs alike; keyed by the name alone they would share one file, each run
-    rebuilding it from its own train file under the other's feet. With the digest each
-    train file has its own vocabulary, and an edited one gets a new file.
-    """
-    path = vocabulary_path(benchmark, subset, vocab_dir, must_exist=False)
-    source = user_source(benchmark, subset)
-    if source is None or "train" not in source.splits:
-        return path
-    try:
-        stamp = data_fingerprint(source)
-    except OSError:  # no train file: the run's data check names it
-        return path
-    return path.with_name(f"{subset}-{hashlib.sha256(stamp.encode()).hexdigest()[:12]}{path.suffix}")
 
 
 def ensure_vocabulary(spec: "catalog.TaskSpec", metadata: dict, progress: bool | None = None) -> dict:

@@ -22,7 +22,7 @@ class ScorerUnavailableError(SuiteError, RuntimeError):
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from lm_eval_tasks.benchmarks.own import RecordError
+    from lm_eval_tasks.benchmarks.own.configs import RecordError
     from lm_eval_tasks.data.loader import DataError
 
     return (DataError, RecordError, settings.SettingError, ScorerUnavailableError)

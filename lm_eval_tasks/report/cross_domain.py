@@ -56,6 +56,7 @@ import pandas as pd
 
 from custom_metrics.cells import frame_csv
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.domainsum.record import RECORD as DOMAINSUM
 from lm_eval_tasks.report.formats import fmt, markdown_table
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.results import load_results
@@ -285,7 +286,7 @@ def tidy_rows(cm: CrossMatrix) -> list[dict]:
 # ------------------------------------------------------------------ beside the paper
 
 #: the paper's table a cross-domain cell is shown beside
-PUBLISHED_TABLE = ("domainsum", "Table 6")
+PUBLISHED_TABLE = (DOMAINSUM.name, "Table 6")
 #: the paper's settings of a cell's score and of its difference to in-domain fine-tuning
 CELL_SETTING, DIFF_SETTING = "cross-domain fine-tuned", "cross-domain minus in-domain fine-tuned"
 

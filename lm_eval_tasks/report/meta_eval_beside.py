@@ -34,8 +34,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lm_eval_tasks.benchmarks.medqsum.record import RECORD as MEDQSUM
+
 #: the paper and its tables of correlations with human ratings
-PUBLISHED_TABLES = ("medqsum", ("Table 3", "Table 5"))
+PUBLISHED_TABLES = (MEDQSUM.name, ("Table 3", "Table 5"))
 #: the user's correlation shown beside the paper's: its coefficient and level
 COEFFICIENT, LEVEL = "pearson", "global"
 #: input formats whose data are another study's, never the paper's questions

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from custom_metrics.registry import display_name, display_scale as scale
 from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
-from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks import published
 from lm_eval_tasks.report.formats import counted
 from lm_eval_tasks.report.paper_layouts import (LAYOUTS, paper_layouts, protocol_caption, published_caption,

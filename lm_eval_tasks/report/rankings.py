@@ -29,11 +29,12 @@ from typing import Any
 from custom_metrics.analysis.rankings import LABELS, analyse, read_rankings
 from custom_metrics.cells import markdown_table, write_csv
 from custom_metrics.outputs import write_atomically
+from lm_eval_tasks.benchmarks.adapteval.record import RECORD as ADAPTEVAL
 from lm_eval_tasks.data.user_files import table_lines
 from lm_eval_tasks.report.tables import Table
 
 #: the paper, and where in it the study is
-PAPER, SECTION = "adapteval", "Section 3.3"
+PAPER, SECTION = ADAPTEVAL.name, "Section 3.3"
 #: the paper's k ("among the top two positions")
 PAPER_K = 2
 #: the two readings of a share, as the run states its measure

@@ -39,7 +39,7 @@ from custom_metrics import registry
 from custom_metrics.registry import display_scale as scale
 from lm_eval_tasks.report.cross_domain import CrossMatrix, axes, cross_matrix
 from lm_eval_tasks.report.formats import counted
-from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks.report.runs import Run, Runs, shared_documents
 from lm_eval_tasks.report.systems import short_name
 from lm_eval_tasks.report.stats import Comparison, Estimate, aggregation_of, estimate, paired
@@ -199,7 +199,7 @@ class Builder:
         keys = self.headline(benchmark)
         if not runs or not keys:
             return None
-        with_level = benchmark == "domainsum"
+        with_level = benchmark in ALL_RECORDS and bool(ALL_RECORDS[benchmark].levels)  # subsets in levels
         header = ["System", "Setting"] + (["Level"] if with_level else []) + ["Subset", "n"] + [n for _, n in keys]
         rows = []
         for r in runs:

@@ -92,7 +92,7 @@ def task_yaml_settings(task: str | None) -> tuple[Path | None, dict[str, Any]]:
     The YAML's metadata are checked as the harness checks them (an unknown or out-of-range
     key is a :class:`~lm_eval_tasks.settings.SettingError` naming the file).
     """
-    from lm_eval_tasks.benchmarks.own import read_task_yaml
+    from lm_eval_tasks.benchmarks.own.configs import read_task_yaml
     from lm_eval_tasks.catalog import UnknownTask, lookup
     from lm_eval_tasks.settings import SETTINGS, check_metadata
 

@@ -17,7 +17,7 @@ def test_each_prompt_is_fitted_on_its_own_as_rendered(task, tiny_causal_lm, fixt
     their tail, by what their own prompt needs; instruction, demonstrations and cue survive."""
     from transformers import AutoTokenizer
 
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
     from lm_eval_tasks.benchmarks.budget import fit_prompt, meter_from_metadata
 
     small = tiny_causal_lm
@@ -46,7 +46,7 @@ def test_each_prompt_is_fitted_on_its_own_as_rendered(task, tiny_causal_lm, fixt
 
 
 def test_max_length_wins_and_a_prompt_that_cannot_fit_is_a_clear_error(tiny_causal_lm, fixture_data_dir):
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
     from lm_eval_tasks.benchmarks.budget import PromptDoesNotFit, fit_prompt, meter_from_metadata
     from lm_eval_tasks.data.loader import DataError
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
-from lm_eval_tasks.benchmarks.adapteval import build_docs
+from lm_eval_tasks.benchmarks.adapteval.build import build_docs
 
 
 pytestmark = pytest.mark.slow

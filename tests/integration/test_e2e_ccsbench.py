@@ -177,9 +177,9 @@ def test_prompt_file_dump_round_trips(tmp_path):
     import subprocess
     import sys
 
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT, load_prompt_spec
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT, load_prompt_spec
 
-    out = subprocess.run([sys.executable, "-m", "lm_eval_tasks.benchmarks.ccsbench_prompts"],
+    out = subprocess.run([sys.executable, "-m", "lm_eval_tasks.benchmarks.ccsbench.prompts"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     f = tmp_path / "p.json"

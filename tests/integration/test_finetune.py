@@ -153,7 +153,7 @@ def test_causal_examples_supervise_the_summary_only(tiny_causal_lm, fixture_data
     from transformers import AutoTokenizer
 
     from finetune.data import Encoder, build_split
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
 
     tok = AutoTokenizer.from_pretrained(tiny_causal_lm)
     meta = {"data_dir": str(fixture_data_dir)}
@@ -193,7 +193,7 @@ def test_adapter_loads_in_lm_eval_and_changes_generations(tmp_path, causal_adapt
     assert [r["arguments"]["gen_args_0"]["arg_0"] for r in b] == [r["arguments"]["gen_args_0"]["arg_0"] for r in t]
     assert [r["resps"] for r in b] != [r["resps"] for r in t]
     # the evaluated prompt is exactly the zero-shot prompt training uses
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
 
     test_prompts = [r["prompt"] for r in task_examples(TASK, "test", {"data_dir": str(fixture_data_dir)}, shots=0)]
     assert b[0]["arguments"]["gen_args_0"]["arg_0"] == test_prompts[0]
@@ -406,7 +406,7 @@ def test_adapteval_window_drops_and_subsets(tiny_causal_lm, fixture_data_dir):
     sub2 = build_split("adapteval_pubmed", "train", meta, Encoder(tok, "causal", 4096, 512, "drop"), size=2, seed=7)
     assert len(sub1.examples) == 2 and sub1.sha256 == sub2.sha256 != full.sha256
     # "without truncation": records whose document the prompt's word budget cut are dropped
-    from lm_eval_tasks.benchmarks import task_examples
+    from lm_eval_tasks.catalog import task_examples
 
     words = sorted(len(r["document"].split()) for r in task_examples("adapteval_pubmed", "train", meta, shots=0))
     budget = words[len(words) // 2]

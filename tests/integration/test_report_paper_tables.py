@@ -147,7 +147,7 @@ def test_the_benchmarks_citation_is_on_the_page_once(report_out):
     """The record's citation, under the benchmark's first table, in the page and the markdown."""
     from html import escape
 
-    from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+    from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 
     citation = escape(ALL_RECORDS["domainsum"].citation)  # "Yuan & Zhang": escaped in the page
     html = (report_out / "report" / "report.html").read_text(encoding="utf-8")

@@ -4,7 +4,7 @@
 
 
 def test_filters_remove_the_extractive_record(fixture_data_dir):
-    from lm_eval_tasks.benchmarks.adapteval import build_docs, filter_records
+    from lm_eval_tasks.benchmarks.adapteval.build import build_docs, filter_records
     from lm_eval_tasks.data.loader import load_split
 
     recs = load_split("adapteval", "arxiv", "train", fixture_data_dir)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lm_eval_tasks.benchmarks.ccsbench import (
+from lm_eval_tasks.benchmarks.ccsbench.build import (
     build_docs, normalize_records, parse_keywords, resolve_columns,
 )
 from lm_eval_tasks.data.loader import DataError
@@ -98,8 +98,8 @@ DEMO_CTRLS = ["Length: 51-100 words\nKeywords: ”graph”, ”neural nets”\nR
 
 
 def test_zero_shot_prompt_is_appendix_c4():
-    from lm_eval_tasks.benchmarks.ccsbench import build_prompt
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT
+    from lm_eval_tasks.benchmarks.ccsbench.build import build_prompt
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT
 
     system, user = split_system(C4)
     assert DEFAULT.system == system
@@ -113,8 +113,8 @@ def test_zero_shot_prompt_is_appendix_c4():
 
 
 def test_three_shot_prompt_is_appendix_c5():
-    from lm_eval_tasks.benchmarks.ccsbench import build_prompt
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT
+    from lm_eval_tasks.benchmarks.ccsbench.build import build_prompt
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT
 
     _, user = split_system(C5)
     for i, (d, ctrl) in enumerate(zip(DEMOS, DEMO_CTRLS), 1):
@@ -131,13 +131,13 @@ def test_records_carry_system_and_prompt(fixture_data_dir):
     system, _ = split_system(C4)
     d = docs[0]
     assert d["system"] == system and facts["ccs_prompt_source"] == "CCSBench Appendix C.4/C.5 (paper text)"
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT
 
     assert DEFAULT.focus_source == "CCSBench Appendix C.3 (paper text)"
     assert d["prompt"].startswith(INSTRUCTION_PART + "\nDocument: Introduction. Seed banks")
     assert d["prompt"].endswith("\n# Control signals\nKeywords: ”seed banks”, ”germination”, "
                                 "”near infrared”\n# Output\nSummary:")
-    hard, facts = build_docs("compositional", 0, "ccsbench_compositional_hard", dict(meta))
+    hard, facts = build_docs("compositional", 0, "ccsbench_compositional_hard", dict(meta), hard=True)
     assert hard[1]["system"] == "" and facts["ccs_prompt_source"].startswith("CCSBench Appendix A")
     # Appendix A: "Attribute: Value" lines, values capitalised as its examples ("Normal", "High")
     assert hard[1]["prompt"].startswith("Length: 0\nKeywords: error messages, novices, compiler\n"
@@ -150,7 +150,7 @@ def test_records_carry_system_and_prompt(fixture_data_dir):
 
 
 def test_length_bin_outside_0_to_4_names_the_row(tmp_path):
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT
 
     rows = [{"document": "d", "summary": "s", "len_bin": 4}, {"document": "d", "summary": "s", "len_bin": "5"}]
     f = tmp_path / "ccsbench" / "length" / "test.jsonl"
@@ -198,7 +198,7 @@ def test_change_amplitude_pieces():
     ({"until": "\nPaper:"}, "key 'until' must be a non-empty list"),
 ])
 def test_prompt_file_errors_name_file_and_key(tmp_path, texts, message):
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import load_prompt_spec
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import load_prompt_spec
 
     f = write_prompt_file(tmp_path / "bad.json", **texts)
     with pytest.raises(DataError) as err:
@@ -212,7 +212,7 @@ def test_prompt_file_errors_name_file_and_key(tmp_path, texts, message):
 
 
 def test_prompt_file_changes_system_and_control_lines(tmp_path, fixture_data_dir):
-    from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT, load_prompt_spec, spec_as_json
+    from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT, load_prompt_spec, spec_as_json
 
     texts = dict(spec_as_json(), system="You write abstracts.", length="Length: bin {bin} (<= {max_words} words)",
                  keyword="'{keyword}'", keyword_separator="; ", readability="Readability level: {level}",
@@ -230,6 +230,6 @@ def test_prompt_file_changes_system_and_control_lines(tmp_path, fixture_data_dir
     docs, _ = build_docs("compositional", 3, "ccsbench_compositional_3shot", dict(meta))
     assert docs[0]["prompt"].count("\n---\nDocument: ") == 2
     assert spec.focus_messages.answers == {"E": "high", "C": "low"}
-    hard = build_docs("keywords", 0, "ccsbench_keywords_hard", dict(meta))[0][1]
+    hard = build_docs("keywords", 0, "ccsbench_keywords_hard", dict(meta), hard=True)[0][1]
     assert hard["prompt"].startswith("Keywords: error messages, novices, compiler\nPaper: ") and hard["system"] == ""
     assert DEFAULT.system != spec.system

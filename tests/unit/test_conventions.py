@@ -132,14 +132,14 @@ DEMOS = [{"document": "A1", "summary": "S1"}, {"document": "A2", "summary": "S2"
 
 
 def test_adapteval_default_prompts_are_table_7():
-    from lm_eval_tasks.benchmarks.adapteval import few_shot_prompt, zero_shot_prompt
+    from lm_eval_tasks.benchmarks.adapteval.build import few_shot_prompt, zero_shot_prompt
 
     assert zero_shot_prompt("ARTICLE", max_words=100) == TABLE7_ZERO
     assert few_shot_prompt("ARTICLE", DEMOS, {"max_words": 100}, {"max_words": 100}, None) == TABLE7_FEW
 
 
 def test_adapteval_release_prompts_are_the_prediction_files():
-    from lm_eval_tasks.benchmarks.adapteval import few_shot_prompt, zero_shot_prompt
+    from lm_eval_tasks.benchmarks.adapteval.build import few_shot_prompt, zero_shot_prompt
 
     assert zero_shot_prompt("ARTICLE", "release", max_words=100) == RELEASE_ZERO
     assert few_shot_prompt("ARTICLE", DEMOS, {"max_words": 100}, {"max_words": 100}, None, "release") == RELEASE_FEW
@@ -148,7 +148,7 @@ def test_adapteval_release_prompts_are_the_prediction_files():
 
 
 def test_adapteval_build_docs_records_the_prompt_variant(fixture_data_dir):
-    from lm_eval_tasks.benchmarks.adapteval import build_docs
+    from lm_eval_tasks.benchmarks.adapteval.build import build_docs
 
     meta = {"data_dir": str(fixture_data_dir)}
     docs, facts = build_docs("arxiv", 0, "adapteval_arxiv", meta)

@@ -27,9 +27,9 @@ def test_catalogue_holds_every_task_name_of_the_suite():
         assert name == catalog.task_name(spec.benchmark, spec.subset, spec.shots, spec.variant)
     spec = catalog.lookup("adapteval_arxiv_fm")
     assert (spec.benchmark, spec.subset, spec.shots, spec.variant) == ("adapteval", "arxiv", 0, "fm")
-    assert spec.zero_shot.name == "adapteval_arxiv"
+    assert catalog.zero_shot(spec).name == "adapteval_arxiv"
     spec = catalog.lookup("domainsum_wapo_2shot")
-    assert (spec.level, spec.shots, spec.zero_shot.name) == ("style", 2, "domainsum_wapo")
+    assert (spec.level, spec.shots, catalog.zero_shot(spec).name) == ("style", 2, "domainsum_wapo")
     assert catalog.lookup("ccsbench_focus_3shot").shots == 3
     assert catalog.lookup("ccsbench_compositional_hard").families == (
         "rouge", "ccs_length", "ccs_keywords", "ccs_readability", "ccs_focus")
@@ -229,7 +229,7 @@ def _mirror(tmp_path, lines: list[bytes], split: str = "test"):
 
 
 def test_empty_split_file_is_an_error_naming_the_file(tmp_path):
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
     from lm_eval_tasks.data.loader import DataError
 
     root = _mirror(tmp_path, [b"\n", b"  \n"])
@@ -238,7 +238,7 @@ def test_empty_split_file_is_an_error_naming_the_file(tmp_path):
 
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
     from lm_eval_tasks.data.loader import DataError
 
     good = b'{"document": "A text.", "summary": "A."}\n'
@@ -248,7 +248,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 
 def test_empty_documents_and_references_are_counted_skips(tmp_path, caplog):
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
 
     rows = [b'{"id": "a", "document": "A real text.", "summary": "Real."}\n',
             b'{"id": "b", "document": "   ", "summary": "No source."}\n',

@@ -18,7 +18,8 @@ import pytest
 from conftest import FIXTURE_DATA
 from custom_metrics import registry
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks import load_task, stop_sequences
+from lm_eval_tasks.benchmarks import stop_sequences
+from lm_eval_tasks.catalog import load_task
 from lm_eval_tasks.data.loader import load_split
 
 TASKS = list(catalog.all_tasks())
@@ -100,6 +101,6 @@ def test_families_stops_and_zero_shot_twin(task):
     for stops in (spec.until, stop_sequences(spec, META) or spec.until):
         assert stops and all(isinstance(s, str) and s for s in stops), f"{task}: stop sequences {stops!r}"
     assert spec.max_gen_toks > 0
-    twin = spec.zero_shot
+    twin = catalog.zero_shot(spec)
     assert catalog.all_tasks()[twin.name] is twin
     assert (twin.benchmark, twin.subset, twin.shots, twin.variant) == (spec.benchmark, spec.subset, 0, "")

@@ -132,7 +132,7 @@ def test_battery_hub_id_unavailable_offline(monkeypatch):
 
 
 def test_patient_question_strips_doctor_reply():
-    from lm_eval_tasks.benchmarks.medqsum import patient_question
+    from lm_eval_tasks.benchmarks.medqsum.build import patient_question
 
     src = "Patient: I get cramps in my forearm when I bend it. Could a pinched nerve cause this? Doctor: Hi there. It may be an entrapment."
     assert patient_question(src) == "I get cramps in my forearm when I bend it. Could a pinched nerve cause this?"
@@ -141,8 +141,8 @@ def test_patient_question_strips_doctor_reply():
 
 
 def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
-    from lm_eval_tasks.benchmarks import task_examples
-    from lm_eval_tasks.benchmarks.medqsum import INSTRUCTION, build_docs
+    from lm_eval_tasks.catalog import task_examples
+    from lm_eval_tasks.benchmarks.medqsum.build import INSTRUCTION, build_docs
 
     meta = {"data_dir": str(fixture_data_dir)}
     zero, _ = build_docs("hcm", 0, "medqsum_hcm", dict(meta))
@@ -165,7 +165,7 @@ def test_hub_source_strips_doctor_reply(monkeypatch):
     import datasets
 
     from lm_eval_tasks.data.loader import HUB_SOURCES
-    from lm_eval_tasks.benchmarks.medqsum import load_records
+    from lm_eval_tasks.benchmarks.medqsum.build import load_records
 
     src = HUB_SOURCES[("medqsum", "hcm")]
     assert (src.path, src.name, src.document, src.summary) == ("lighteval/med_dialog", "healthcaremagic", "src", "tgt")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks.own import RecordError, read_task_yaml, spec_from_config, task_configs
-from lm_eval_tasks.benchmarks.own_folder import NewTask, write_folder
+from lm_eval_tasks.benchmarks.own.configs import RecordError, read_task_yaml, spec_from_config, task_configs
+from lm_eval_tasks.benchmarks.own.folder import NewTask, write_folder
 from lm_eval_tasks.commands.new_task import parse_args
 from lm_eval_tasks.data.user_files import read_split
 

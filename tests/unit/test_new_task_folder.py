@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks.own import RecordError, spec_from_config, task_configs
-from lm_eval_tasks.benchmarks.own_folder import SIDE_README, NewTask, write_folder
+from lm_eval_tasks.benchmarks.own.configs import RecordError, spec_from_config, task_configs
+from lm_eval_tasks.benchmarks.own.folder import SIDE_README, NewTask, write_folder
 from lm_eval_tasks.data.records import DataError
 from lm_eval_tasks.data.user_files import read_split
 
@@ -77,7 +77,7 @@ def test_a_second_domain_rewrites_only_the_readmes_generated_parts(tmp_path):
 def test_the_readme_lists_every_key_of_the_domains_tasks_with_its_direction(tmp_path):
     """The user's README lists its metrics with the same table as the suite's task READMEs."""
     from custom_metrics import registry
-    from lm_eval_tasks.benchmarks.own import DEFAULT_FAMILIES
+    from lm_eval_tasks.benchmarks.own.configs import DEFAULT_FAMILIES
 
     assert _new(tmp_path, "harbour").families == DEFAULT_FAMILIES
     rows = [line for line in (tmp_path / "tasks" / "README.md").read_text().splitlines() if line.startswith("| `")]

@@ -64,7 +64,7 @@ def test_mirror_configured_never_touches_the_hub(monkeypatch, no_network, tmp_pa
     monkeypatch.setenv("DOMSUM_DATA_DIR", str(tmp_path))
     with pytest.raises(loader.DataError, match=re.escape(str(tmp_path / "domainsum" / "cnndm" / "test.jsonl"))):
         loader.load_split("domainsum", "cnndm", "test")
-    from lm_eval_tasks.benchmarks.ccsbench import load_records
+    from lm_eval_tasks.benchmarks.ccsbench.build import load_records
 
     with pytest.raises(loader.DataError, match="ccsbench"):
         load_records("length", "test", {"data_dir": str(tmp_path)}, "ccsbench_length")

@@ -89,7 +89,7 @@ def test_a_window_cut_after_the_word_budget_says_both_cuts():
     the window cuts more tokens; the run's line says both, with the record's numbers."""
     import json
 
-    from lm_eval_tasks.benchmarks import domainsum
+    from lm_eval_tasks.benchmarks.domainsum import build as domainsum
     from lm_eval_tasks.benchmarks.budget import FitLog, fit_prompt, meter_from_metadata
     from lm_eval_tasks.benchmarks.prompting import truncate
     from lm_eval_tasks.harness_parts.fitting import budget_report, cut_warning

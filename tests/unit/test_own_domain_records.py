@@ -10,8 +10,9 @@ import pytest
 
 from finetune.card import eval_command
 from lm_eval_tasks import catalog
-from lm_eval_tasks.benchmarks.own import RecordError, read_task_yaml, register_folder, spec_from_config, task_configs
-from lm_eval_tasks.benchmarks.own_folder import NewTask, default_max_gen_toks, write_folder
+from lm_eval_tasks.benchmarks.own.configs import RecordError, read_task_yaml, spec_from_config, task_configs
+from lm_eval_tasks.catalog import register_folder
+from lm_eval_tasks.benchmarks.own.folder import NewTask, default_max_gen_toks, write_folder
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +62,7 @@ def test_a_field_in_no_record_is_said_once_with_the_fields_there(tmp_path):
     with the fields the records have and the close names, named as new-task's flag there
     and as the record's field elsewhere; a field some records lack is still one bad line
     each, naming file, line and field."""
-    from lm_eval_tasks.benchmarks.own_folder import _source
+    from lm_eval_tasks.benchmarks.own.folder import _source
     from lm_eval_tasks.data.records import BadLines
     from lm_eval_tasks.data.user_files import FieldInNoRecord, read_split
 
@@ -168,7 +169,7 @@ def test_fine_tuning_points_lm_eval_at_the_users_folder(tmp_path):
 def test_new_task_and_the_yaml_it_writes_assemble_one_and_the_same_source(tmp_path):
     import dataclasses
 
-    from lm_eval_tasks.benchmarks import own_folder
+    from lm_eval_tasks.benchmarks.own import folder as own_folder
 
     req = NewTask(name="legalx", out=tmp_path / "tasks", data=_data(tmp_path / "data"), document_field="text",
                   summary_field="gist", prompt="Summarize: {document}")

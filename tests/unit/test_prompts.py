@@ -3,7 +3,7 @@
 import pytest
 
 from lm_eval_tasks.benchmarks.prompting import truncate_words
-from lm_eval_tasks.benchmarks import domainsum as ds
+from lm_eval_tasks.benchmarks.domainsum import build as ds
 
 
 PAPER_ZERO_SHOT = "You are an expert at summarization. Summarize the following text: \n\nDOC\n\nSUMMARY:"
@@ -62,7 +62,7 @@ def test_build_docs_two_shot_uses_pool(fixture_data_dir):
 
 
 def test_unknown_domain_is_clear_error(fixture_data_dir):
-    from lm_eval_tasks.benchmarks import load_task
+    from lm_eval_tasks.catalog import load_task
 
     with pytest.raises(KeyError, match="unknown suite task 'domainsum_mars'"):
         load_task("domainsum_mars", metadata={"data_dir": str(fixture_data_dir)})

@@ -125,7 +125,7 @@ def test_adapteval_table3_in_the_papers_units():
 
 
 def test_each_benchmarks_citation_once_under_its_first_table(ccs):
-    from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+    from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 
     cited = [t for t in ccs.values() if t.citation]
     assert [t.name for t in cited] == ["ccsbench_table4"]

@@ -19,7 +19,7 @@ import pytest
 from rouge_score import rouge_scorer
 
 from lm_eval_tasks import catalog, cli
-from lm_eval_tasks.benchmarks.own import read_task_yaml
+from lm_eval_tasks.benchmarks.own.configs import read_task_yaml
 from lm_eval_tasks.commands.rescore import build_parser
 from helpers.rescore import _outputs
 

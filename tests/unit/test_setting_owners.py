@@ -23,7 +23,7 @@ from custom_metrics.judge import JudgeConfig
 from custom_metrics.judge import config as judge_config
 from custom_metrics.setting import Setting, arrange, as_int
 from lm_eval_tasks import settings
-from lm_eval_tasks.benchmarks.papers import ALL_RECORDS
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 
 SETTINGS_PY = (ROOT / "lm_eval_tasks" / "settings.py").read_text(encoding="utf-8")
 PAGE = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")

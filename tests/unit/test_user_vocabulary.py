@@ -13,8 +13,8 @@ import pytest
 from custom_metrics.families.dvo import read_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.benchmarks import family_options
-from lm_eval_tasks.benchmarks.own import register_folder
-from lm_eval_tasks.benchmarks.own_folder import NewTask, write_folder
+from lm_eval_tasks.catalog import register_folder
+from lm_eval_tasks.benchmarks.own.folder import NewTask, write_folder
 from lm_eval_tasks.data.vocab import ensure_vocabulary
 
 

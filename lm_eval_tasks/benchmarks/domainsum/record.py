@@ -1,7 +1,7 @@
 """DomainSum (Yuan & Zhang, Findings of NAACL 2025): every fact of the benchmark.
 
 Fifteen domains in three levels of domain shift (Section 3), zero- and two-shot prompts
-(Appendix B, :mod:`lm_eval_tasks.benchmarks.domainsum`), ROUGE and BERTScore (Table 2).
+(Appendix B, :mod:`lm_eval_tasks.benchmarks.domainsum.build`), ROUGE and BERTScore (Table 2).
 Data: the genre level from the hub as the paper samples it (500 test, 500 validation,
 10,000 train per domain); style and topic from the authors' release or Newsroom's manual
 download, through a local mirror.

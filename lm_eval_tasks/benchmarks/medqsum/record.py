@@ -3,7 +3,7 @@
 
 HealthCareMagic question summarization (the BioBART/HELM preprocessing of
 ``lighteval/med_dialog``, the patient's question kept), zero- and two-shot prompts
-(:mod:`lm_eval_tasks.benchmarks.medqsum`), and the paper's metric battery
+(:mod:`lm_eval_tasks.benchmarks.medqsum.build`), and the paper's metric battery
 (:data:`custom_metrics.battery.MEDQSUM`).
 """
 

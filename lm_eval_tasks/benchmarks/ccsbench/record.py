@@ -3,12 +3,12 @@
 Compositional controllable summarization of scientific abstracts: length, keywords,
 readability and focus, alone and composed (Section 3); zero-shot (Appendix C.4),
 three-shot (C.5) and ``Attribute: Value`` (Appendix A) prompts with the paper's system
-message (:mod:`lm_eval_tasks.benchmarks.ccsbench_prompts`); controllability metrics.
+message (:mod:`lm_eval_tasks.benchmarks.ccsbench.prompts`); controllability metrics.
 """
 
 from __future__ import annotations
 
-from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT_UNTIL
+from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT_UNTIL
 from custom_metrics.setting import Setting, json_or_str
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 

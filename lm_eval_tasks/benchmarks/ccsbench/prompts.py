@@ -22,7 +22,7 @@ line layout (one line per part, no blank lines). Reading of the appendix blocks:
 A prompt file (metadata ``ccs_prompt_file`` or ``DOMSUM_CCS_PROMPT_FILE``) replaces
 any of these texts without code changes; the results record which text ran
 (``ccs_prompt_source``: :data:`PAPER_SOURCE`, or the file's path and SHA-256).
-``python -m lm_eval_tasks.benchmarks.ccsbench_prompts > ccs_prompts.json`` writes the
+``python -m lm_eval_tasks.benchmarks.ccsbench.prompts > ccs_prompts.json`` writes the
 built-in texts as a starting file. Keys (all optional; absent keys keep the paper's):
 
 ===================== ==================================================================

@@ -20,7 +20,7 @@ missing is an error listing the columns found. A row whose required control is e
 present but malformed value (``readability: "medium"``) is an error naming the row.
 
 Prompts: the paper's Appendix C.4 (zero-shot) and C.5 (three demonstrations), verbatim
-(:mod:`lm_eval_tasks.benchmarks.ccsbench_prompts`). Every record carries the system
+(:mod:`lm_eval_tasks.benchmarks.ccsbench.prompts`). Every record carries the system
 text in ``system`` and the user part in ``prompt``; the task YAML's ``description``
 places ``system`` as a system message under a chat template and prepends it otherwise.
 Metadata ``ccs_prompt_file`` replaces the texts without code changes; what was used is
@@ -37,18 +37,17 @@ import math
 from typing import Any
 
 from custom_metrics.families.ccs import N_BINS
-from lm_eval_tasks.benchmarks.ccsbench_prompts import DEFAULT as DEFAULT_SPEC
-from lm_eval_tasks.benchmarks.ccsbench_prompts import PromptSpec, load_prompt_spec
+from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT as DEFAULT_SPEC
+from lm_eval_tasks.benchmarks.ccsbench.record import CONTROLS
+from lm_eval_tasks.benchmarks.ccsbench.prompts import PromptSpec, load_prompt_spec
 from lm_eval_tasks.benchmarks.budget import word_budget
 from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test, resolve_data_dir
 from lm_eval_tasks.benchmarks.prompting import truncate
-from lm_eval_tasks.catalog import CCSBENCH_CONTROLS, lookup
 from lm_eval_tasks.settings import resolve
 
 log = logging.getLogger(__name__)
 
 HUB_PATH = "dyxohjl666/CCSBench"
-CONTROLS = CCSBENCH_CONTROLS
 REQUIRED = {**{c: (c,) for c in CONTROLS}, "compositional": CONTROLS}
 ALIASES = {
     "document": ("document", "input", "source", "text", "article", "paper", "intro_conclusion"),
@@ -261,15 +260,16 @@ def resolve_prompt_spec(metadata: dict | None, task: str) -> PromptSpec:
     return load_prompt_spec(path, task) if path else DEFAULT_SPEC
 
 
-def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test", *,
+               hard: bool = False) -> tuple[list[dict], dict]:
     """Records of ``split`` for subset ``domain`` with ``system`` and ``prompt``; plus load facts.
 
     ``system`` is the system text (CCSBench Appendix C.4/C.5 "# System"; "" for the
-    ``hard`` variant, which the catalogue selects and which uses Appendix A's
-    ``Attribute: Value`` lines), ``prompt`` the user part. Demonstrations
+    ``hard`` variant, which uses Appendix A's ``Attribute: Value`` lines), ``prompt``
+    the user part. Demonstrations
     (``shots`` > 0) come from ``train``, drawn per document with ``fewshot_seed``.
     """
-    spec = None if lookup(task).variant == "hard" else resolve_prompt_spec(metadata, task)
+    spec = None if hard else resolve_prompt_spec(metadata, task)
     skipped_rows: dict[str, int] = {}
     docs = load_records(domain, split, metadata, task, skipped_rows)
     docs = sampled_test(docs, metadata)
@@ -290,10 +290,10 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
                   "ccs_prompt_source": HARD_SOURCE if spec is None else spec.source}
 
 
-def stop_sequences(task: str, metadata: dict) -> tuple[str, ...] | None:
+def stop_sequences(task: str, metadata: dict, *, hard: bool = False) -> tuple[str, ...] | None:
     """The prompt file's ``until`` when one replaces the built-in instruction prompt
     (the ``hard`` variant keeps its lines and the catalogue's stops); else None."""
-    if lookup(task).variant == "hard":
+    if hard:
         return None
     spec = resolve_prompt_spec(metadata, task)
     return None if spec.source == DEFAULT_SPEC.source else tuple(spec.until)

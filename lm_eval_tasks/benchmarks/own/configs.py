@@ -8,7 +8,7 @@ dataset with ``dataset_name``), how many demonstrations (``num_fewshot``) and th
 generation budget (``generation_kwargs``), and one block under ``metadata.domain`` says
 what only the suite needs (field names, level, metric families, a prompt of the user's
 own). :func:`spec_from_config` turns such a configuration into a catalogue row
-(:class:`~lm_eval_tasks.catalog.TaskSpec` of benchmark :data:`BENCHMARK`) wherever one
+(:class:`~lm_eval_tasks.benchmarks.record.TaskSpec` of benchmark :data:`BENCHMARK`) wherever one
 is met: in the harness when the task is built, in ``domsum`` commands given the folder
 (``--include_path``), and in the readers of results files, whose task configuration
 holds the same fields. From then on the domain is one more catalogue subset, and every
@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from custom_metrics.errors import SuiteError
-from lm_eval_tasks.benchmarks.papers import USER
-from lm_eval_tasks.catalog import USER_BENCHMARK
+from lm_eval_tasks.benchmarks.own.record import RECORD as USER, RecordError
 
 log = logging.getLogger(__name__)
 
 #: the benchmark name of every user domain in the catalogue, results and reports
-BENCHMARK = USER_BENCHMARK
+BENCHMARK = USER.name
 #: the key under the YAML's ``metadata`` that holds the suite's part of the record
 RECORD_KEY = "domain"
 #: the families a new domain reports unless its block lists others (the user record's)
@@ -56,10 +55,6 @@ RECORD_FIELDS = {
     "fewshot_prompt": "null: DomainSum's two-shot prompt; else a text with {example1_document} ... {document}",
     "citation": "what a report cites for this domain's data",
 }
-
-
-class RecordError(SuiteError, ValueError):
-    """A user's task YAML that does not describe a domain; the message names the field."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +107,8 @@ def spec_from_config(config: Mapping[str, Any], origin: str = "") -> Any:
     ``origin`` (a YAML path) is where relative ``data_files`` are read from and what
     error messages name.
     """
-    from lm_eval_tasks.catalog import TaskSpec
+    from lm_eval_tasks.benchmarks.own import BENCHMARK as OWN
+    from lm_eval_tasks.benchmarks.record import TaskSpec
 
     task = config.get("task")
     where = f"task {task!r}" + (f" ({origin})" if origin else "")
@@ -147,7 +143,7 @@ def spec_from_config(config: Mapping[str, Any], origin: str = "") -> Any:
     until = (until,) if isinstance(until, str) else tuple(str(u) for u in until)
     return TaskSpec(name=task, benchmark=BENCHMARK, subset=name, shots=shots, variant="", families=families,
                     max_gen_toks=max_gen, until=until, level=str(block.get("level") or BENCHMARK),
-                    source=source)
+                    source=source, record=OWN)
 
 
 def _source(config: Mapping[str, Any], block: Mapping[str, Any], name: str, where: str,
@@ -177,7 +173,7 @@ def domain_source(name: str, format: str, files: Mapping[str, Any], label: str, 
                   **fields: Any) -> DomainSource:
     """The one place a :class:`DomainSource` is assembled, from a task YAML
     (:func:`spec_from_config`) or from ``domsum new-task``'s flags
-    (:mod:`~lm_eval_tasks.benchmarks.own_folder`): local files resolved against ``base``
+    (:mod:`~lm_eval_tasks.benchmarks.own.folder`): local files resolved against ``base``
     (the YAML's folder; None: the working directory), hub splits kept as named, and each
     prompt checked for its ``{document}`` placeholder (``label`` + the field in the message).
     """
@@ -205,24 +201,6 @@ def check_families(families: tuple[str, ...], where: str) -> None:
             raise RecordError(f"{where}: {exc}") from None
 
 
-def family_options(task: str, family: str, metadata: dict) -> dict[str, Any]:
-    """A family that needs a domain vocabulary (DVO) reads the one of this domain's own train
-    file (its name carries the file's fingerprint,
-    :func:`lm_eval_tasks.data.vocab.domain_vocabulary_path`), not the
-    ``<benchmark>/<subset>.tsv`` a suite domain's is: its ``vocabulary_file`` option."""
-    from custom_metrics import registry
-
-    record = registry.get(family)
-    if "vocabulary" not in record.needs or "vocabulary_file" not in record.options:
-        return {}
-    from lm_eval_tasks.catalog import lookup
-    from lm_eval_tasks.data.vocab import domain_vocabulary_path
-    from lm_eval_tasks.settings import resolve
-
-    spec = lookup(task)
-    return {"vocabulary_file": str(domain_vocabulary_path(spec.benchmark, spec.subset, resolve(metadata, "vocab_dir")))}
-
-
 def is_user_config(config: Mapping[str, Any]) -> bool:
     """Whether a task configuration declares a user domain (``metadata.domain``)."""
     meta = config.get("metadata")
@@ -230,49 +208,6 @@ def is_user_config(config: Mapping[str, Any]) -> bool:
 
 
 # --------------------------------------------------------------------------- records
-
-
-def build_docs(subset: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
-    """Records of ``split`` with their prompts (DomainSum's, or the record's own)."""
-    from lm_eval_tasks import catalog
-    from lm_eval_tasks.benchmarks import domainsum
-    from lm_eval_tasks.benchmarks.prompting import truncate
-    from lm_eval_tasks.data.loader import draw_demos, load_split
-    from lm_eval_tasks.settings import resolve
-
-    spec = catalog.lookup(task)
-    source: DomainSource = spec.source
-    docs = load_split(BENCHMARK, subset, split, task=task)
-    doc_budget, demo_budget = domainsum.budgets(metadata, shots)
-    if shots == 0:
-        template = source.prompt or domainsum.ZERO_SHOT
-        for d in docs:
-            d["prompt"] = template.replace("{document}", truncate(d["document"], **doc_budget))
-        return docs, {"data_source": source.where(split)}
-    if "train" not in source.splits:
-        raise RecordError(f"task {task!r}: two-shot prompts draw demonstrations from a 'train' split; add "
-                          f"one to dataset_kwargs.data_files")
-    from lm_eval_tasks.benchmarks import drop_empty
-
-    pool, empty = drop_empty(load_split(BENCHMARK, subset, "train", task=task))  # as the test split's
-    seed = resolve(metadata, "fewshot_seed", domainsum.DEFAULT_SEED)
-    template = source.fewshot_prompt or domainsum.TWO_SHOT
-    pool_ids = {p["id"] for p in pool}
-    for d in docs:
-        candidates = pool if d["id"] not in pool_ids else [p for p in pool if p["id"] != d["id"]]
-        demos = draw_demos(candidates, d["id"], seed)
-        values = {"example1_document": truncate(demos[0]["document"], **demo_budget),
-                  "example1_summary": demos[0]["summary"],
-                  "example2_document": truncate(demos[1]["document"], **demo_budget),
-                  "example2_summary": demos[1]["summary"],
-                  "document": truncate(d["document"], **doc_budget)}
-        text = template
-        for key, value in values.items():  # plain replacement: braces in the user's text stay as written
-            text = text.replace("{" + key + "}", value)
-        d["prompt"] = text
-        d["demo_ids"] = [x["id"] for x in demos]
-    report = {"fewshot_seed_used": seed, "demo_pool": "train", "data_source": source.where(split)}
-    return docs, report | ({"demo_pool_skipped_empty": {"count": len(empty), "ids": empty}} if empty else {})
 
 
 # --------------------------------------------------------------------------- task YAMLs
@@ -303,19 +238,6 @@ def read_task_yaml(path: str | os.PathLike, _seen: tuple[str, ...] = ()) -> dict
     return data
 
 
-def register_folder(folder: str | os.PathLike) -> list[Any]:
-    """Register every user-domain task YAML under ``folder`` (what ``lm_eval --include_path
-    FOLDER`` indexes) in the catalogue; a folder that does not exist is an error naming it."""
-    from lm_eval_tasks.catalog import register
-
-    specs = []
-    for path, cfg in task_configs(folder):
-        spec = spec_from_config(cfg, str(path))
-        check_settings(cfg, f"task {spec.name!r} ({path})")
-        specs.append(register(spec))
-    return specs
-
-
 def check_settings(config: Mapping[str, Any], where: str) -> None:
     """Every setting a task YAML's ``metadata`` holds (besides ``metadata.domain``) is a known
     setting of its type and range; :class:`RecordError` naming ``where`` (the YAML) otherwise.
@@ -334,24 +256,6 @@ def check_settings(config: Mapping[str, Any], where: str) -> None:
         check_metadata({k: v for k, v in meta.items() if k != RECORD_KEY}, f"{where}: metadata")
     except SettingError as exc:
         raise RecordError(str(exc)) from None
-
-
-def register_folders(folders: Iterable[str] | None = None) -> None:
-    """Register the task folders ``folders`` (each value split at ``os.pathsep``), by default
-    those of the ``include_path`` setting (``$DOMSUM_INCLUDE_PATH``).
-
-    Why the entry points call this and the catalogue does not: the catalogue is the
-    suite's table and stays free of file reading; ``domsum``, ``python -m finetune`` and
-    ``domsum run`` add the user's folders to it before they look a task up.
-    """
-    if folders is None:
-        from lm_eval_tasks.settings import resolve
-
-        folders = [resolve({}, "include_path") or ""]
-    for folder in folders:
-        for item in str(folder).split(os.pathsep):
-            if item.strip():
-                register_folder(item.strip())
 
 
 def task_configs(folder: str | os.PathLike) -> list[tuple[Path, dict[str, Any]]]:

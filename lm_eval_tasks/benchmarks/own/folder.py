@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lm_eval_tasks.benchmarks.papers import RECORDS
+from lm_eval_tasks.benchmarks.suite import RECORDS
 from lm_eval_tasks.marks import Marks
-from lm_eval_tasks.benchmarks.own import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
+from lm_eval_tasks.benchmarks.own.configs import BENCHMARK, DEFAULT_FAMILIES, RECORD_KEY, DomainSource, RecordError, \
     domain_source
 
 #: a task name: matched whole (``fullmatch``: ``$`` alone would let a trailing line break through)
@@ -148,7 +148,7 @@ def data_file_names(files: tuple[tuple[str, str], ...], out: Path, style: str = 
 
     Why relative when the data lie inside the task folder or beside it (under its parent,
     ``auto``): the task reads a relative path from its YAML's own folder, wherever
-    ``lm_eval`` runs (:func:`~lm_eval_tasks.benchmarks.own.domain_source`), so the task
+    ``lm_eval`` runs (:func:`~lm_eval_tasks.benchmarks.own.configs.domain_source`), so the task
     folder, or the folder holding it and its data, can be moved, copied or shared and
     still finds them; an absolute path breaks as soon as they move. Data elsewhere (a
     corpus folder shared by projects) keep their absolute path, which survives moving
@@ -253,7 +253,7 @@ _MARKS = Marks("<!-- domsum new-task: begin {name} (written from this folder's t
 def _sections(out: Path) -> dict[str, str]:
     """The generated parts of the folder's README, listing every task of every domain whose
     YAML is in ``out``: ``about`` (title and data) and ``tasks`` (tasks and metrics)."""
-    from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+    from lm_eval_tasks.benchmarks.own.configs import spec_from_config, task_configs
     from lm_eval_tasks.readmes import metric_table
 
     domains: dict[str, DomainSource] = {}
@@ -430,9 +430,9 @@ def harness_task_file(name: str) -> Path | None:
 
 def write_folder(req: NewTask) -> NewTask:
     """Check the request and the data, then write the folder; returns ``req`` with what
-    was written and the record counts."""
-    from lm_eval_tasks import catalog
-    from lm_eval_tasks.benchmarks.own import check_families
+    was written and the record counts. (A name the suite holds is refused by
+    :func:`lm_eval_tasks.catalog.check_new_task`, which ``domsum new-task`` calls first.)"""
+    from lm_eval_tasks.benchmarks.own.configs import check_families
 
     check_families(req.families, f"task {req.name!r}")
     if not NAME_RE.fullmatch(req.name):
@@ -440,8 +440,6 @@ def write_folder(req: NewTask) -> NewTask:
     if req.name.endswith("_2shot"):
         raise RecordError(f"task name {req.name!r}: the two-shot task gets `_2shot` itself; drop the suffix")
     for name in (req.name, f"{req.name}_2shot"):
-        if name in catalog.all_groups() or (name in catalog.all_tasks() and catalog.all_tasks()[name].source is None):
-            raise RecordError(f"task name {name!r} is already one of the suite's (`domsum tasks`); choose another")
         if (found := harness_task_file(name)) is not None:
             raise RecordError(f"task name {name!r} is already one of the harness's ({found}); choose another")
     source = _source(req)
@@ -468,7 +466,7 @@ def write_folder(req: NewTask) -> NewTask:
         raise RecordError(f"{utils} is not the suite's: {why}; choose another --out folder, or add "
                           f"`from lm_eval_tasks.harness import task_class; SuiteTask = task_class(__file__)` to it")
     if out.is_dir():  # the domains already there must read back: the README lists them with this one
-        from lm_eval_tasks.benchmarks.own import spec_from_config, task_configs
+        from lm_eval_tasks.benchmarks.own.configs import spec_from_config, task_configs
 
         for path, cfg in task_configs(out):
             if path not in files:

@@ -1,7 +1,7 @@
 """AdaptEval (Afzal et al., 2024): every fact of the benchmark.
 
 arXiv, PubMed and GovReport (the ``ccdv/*-summarization`` copies, with the paper's
-filters), zero- and two-shot prompts (Table 7, :mod:`lm_eval_tasks.benchmarks.adapteval`),
+filters), zero- and two-shot prompts (Table 7, :mod:`lm_eval_tasks.benchmarks.adapteval.build`),
 ROUGE, BERTScore and Domain Vocabulary Overlap; opt-in LLM-judge (domain adaptation,
 coherence, fluency) and Facet-aware Metric variants.
 """
