@@ -156,3 +156,17 @@ def task_name(benchmark: str, subset: str, shots: int, variant: str) -> str:
 
 
 __all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "task_name"]
+
+
+def subset_docs(behaviour: Callable[[], Callable[..., tuple[list[dict], dict]]]) -> Callable[..., tuple[list[dict], dict]]:
+    """A :attr:`Benchmark.build_docs` hook for a benchmark whose behaviour builds a split's
+    records from the task's subset, shots and name: ``behaviour()`` returns that function,
+    imported when the hook first runs (the behaviour reads the settings and the loader,
+    which read every record's facts, so a package's facts stay importable without it)."""
+
+    def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
+        """The records of ``split`` for the task ``spec`` with their prompts, and the load facts."""
+        return behaviour()(spec.subset, shots, spec.name, metadata, split)
+
+    return build_docs
+

@@ -2,9 +2,8 @@
 
 Its facts are :mod:`.record`'s (the record: subsets, sources, budgets, families,
 headline keys, settings rows, citation); its behaviour (data, the paper's filters, prompts)
-is :mod:`.build`, held here as functions of a task's catalogue row. Why the hooks
-import :mod:`.build` when they run: the behaviour reads the settings and the loader,
-which read every record's facts, so the facts stay importable without it.
+is :mod:`.build`, imported when the hook first runs
+(:func:`~lm_eval_tasks.benchmarks.record.subset_docs` says why).
 """
 
 from __future__ import annotations
@@ -12,16 +11,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lm_eval_tasks.benchmarks.adapteval.record import RECORD
-from lm_eval_tasks.benchmarks.record import TaskSpec
+from lm_eval_tasks.benchmarks.record import subset_docs
 
 
-def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
-    """The records of ``split`` for the task ``spec`` with their prompts, and the load facts."""
-    from lm_eval_tasks.benchmarks.adapteval.build import build_docs as build
+def _behaviour():
+    from lm_eval_tasks.benchmarks.adapteval.build import build_docs
 
-    return build(spec.subset, shots, spec.name, metadata, split)
+    return build_docs
 
 
-BENCHMARK = replace(RECORD, build_docs=build_docs)
+BENCHMARK = replace(RECORD, build_docs=subset_docs(_behaviour))
 
 __all__ = ["BENCHMARK"]
