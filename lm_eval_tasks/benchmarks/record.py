@@ -108,7 +108,6 @@ class Benchmark:
         return (*self.families, *self.subset_families.get(subset, ()), *variant.extra_families)
 
 
-
 @dataclass(frozen=True)
 class TaskSpec:
     """One leaf task of the suite.
@@ -155,9 +154,6 @@ def task_name(benchmark: str, subset: str, shots: int, variant: str) -> str:
     return f"{benchmark}_{subset}" + (f"_{shots}shot" if shots else "") + (f"_{variant}" if variant else "")
 
 
-__all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "task_name"]
-
-
 def subset_docs(behaviour: Callable[[], Callable[..., tuple[list[dict], dict]]]) -> Callable[..., tuple[list[dict], dict]]:
     """A :attr:`Benchmark.build_docs` hook for a benchmark whose behaviour builds a split's
     records from the task's subset, shots and name: ``behaviour()`` returns that function,
@@ -170,3 +166,5 @@ def subset_docs(behaviour: Callable[[], Callable[..., tuple[list[dict], dict]]])
 
     return build_docs
 
+
+__all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "subset_docs", "task_name"]
