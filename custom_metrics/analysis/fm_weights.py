@@ -193,7 +193,8 @@ def _row_items(rec: Mapping[str, Any], where: str, facets: Sequence[str], human:
         return
     for name in (*facets, human):
         if name not in rec:
-            raise FitError(f"{where}: no field {name!r} (name the columns with the facet and human options)")
+            raise FitError(f"{where}: no field {name!r} (fields present: {', '.join(map(str, rec))}; name the "
+                           "columns with the facet and human options)")
     yield "table", [rec[f] for f in facets], list(facets), rec[human], human, where
 
 

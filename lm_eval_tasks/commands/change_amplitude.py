@@ -24,18 +24,18 @@ from lm_eval_tasks.settings import judge_config
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="domsum change-amplitude", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="hf")
+    ap.add_argument("--model", default="hf", help="lm_eval model type (default hf)")
     ap.add_argument("--model-args", required=True)
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir",
                     help="mirror root (else $DOMSUM_DATA_DIR, else the hub)")
     ap.add_argument("--subsets", "--subset", dest="subset", default="compositional",
                     choices=catalog.CCSBENCH_SUBSETS, help="the CCSBench subset (one)")
-    ap.add_argument("--attributes", default=",".join(ATTRIBUTES))
+    ap.add_argument("--attributes", default=",".join(ATTRIBUTES), help=f"controls to flip, comma list (default all: {','.join(ATTRIBUTES)})")
     ap.add_argument("--n", type=int, default=PAPER_N, help=f"test rows sampled (seeded; default {PAPER_N}, the paper's, all where the split holds fewer): the harness generates for them once plus once per attribute ({PAPER_N} x 5 = {PAPER_N * 5:,} generations for the four attributes); --n 50 for a quick look")
-    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--seed", type=int, default=42, help="seed of the row sample (default 42)")
     ap.add_argument("--shots", type=int, default=0, choices=(0, 3))
     ap.add_argument("--metadata", default="{}", help="extra task metadata JSON (judge, budgets)")
-    ap.add_argument("--judge", action="store_true", help="also measure focus with the configured judge")
+    ap.add_argument("--judge", action="store_true", help="also measure focus with the configured judge (a request per generation, re-asks of unparsable replies extra: about 1,500 at the default --n)")
     ap.add_argument("--out", "--out-dir", dest="out", required=True, help="output folder")
     ap.add_argument("--overwrite", action="store_true",
                     help="replace what an earlier run wrote into --out (default: stop and say so)")

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top-k", type=int, default=2, help="a system counts when fewer than K systems rank "
                                                          "strictly better (default 2, the paper's top two)")
     ap.add_argument("--out", type=Path, default=Path("out/rankings"),
-                    help="output folder: rankings.json, rankings.md, rankings.html, shares.csv")
+                    help="output folder: rankings.json, rankings.md, rankings.html, shares.csv (default out/rankings)")
     ap.add_argument("--overwrite", action="store_true",
                     help="replace what an earlier run wrote into --out (default: stop and say so)")
     ap.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of documents (0 = no intervals)")
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.top_k < 1 or args.bootstrap < 0:
         ap.error("--top-k must be at least 1 and --bootstrap at least 0")
+    if not Path(args.file).is_file():  # said before the output folder is looked at
+        ap.exit(2, f"rankings: error: {args.file}: no such file\n")
     from lm_eval_tasks.report.rankings import write_rankings
 
     try:

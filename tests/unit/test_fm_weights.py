@@ -138,7 +138,8 @@ def test_table_layouts_and_the_fm_details_join(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("background,method,result,conclusion,human\n1,1,1,1,1\n0.5,x,1,1,1\n",
      "line 3: field 'method' is not a number: 'x'"),
-    ("background,method,result,human\n1,1,1,1\n", "line 2: no field 'conclusion'"),
+    ("background,method,result,human\n1,1,1,1\n",
+     "line 2: no field 'conclusion' (fields present: background, method, result, human; name the columns"),
     ("background,method,result,conclusion,human\n1,2,1,1,1\n", "line 2: field 'method' = 2 is not a fraction"),
     ("background,method,result,conclusion,human\n1,1,1,1,\n", "line 2: no human score (field 'human' is empty)"),
 ])

@@ -243,3 +243,17 @@ def test_outputs_and_the_paper_beside(tmp_path):
     with_k3 = write_rankings(_paper_shaped(tmp_path), out, 3, 0, 3)
     top_k = [d for d in with_k3["published"][0]["differences"] if d["field"] == "top k"]
     assert top_k == [{"field": "top k", "run": 3, "paper": 2}]
+
+
+def test_a_missing_input_is_one_line_before_the_output_folder_is_looked_at(tmp_path, capsys, monkeypatch):
+    """A missing FILE is said as such, even where the default --out already holds a study."""
+    from lm_eval_tasks.commands import rankings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out" / "rankings").mkdir(parents=True)
+    (tmp_path / "out" / "rankings" / "rankings.json").write_text("{}")
+    with pytest.raises(SystemExit) as done:
+        rankings.main(["nonexistent.csv"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.splitlines() == ["rankings: error: nonexistent.csv: no such file"]
+
