@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: environment variable that turns every bar off (the ``progress`` row of lm_eval_tasks/settings.py)
+#: environment variable that turns every bar off (the ``progress`` row of lm_eval_tasks/setting_table.py)
 ENV = "DOMSUM_PROGRESS"
 _OFF = frozenset({"0", "false", "no", "off"})
 

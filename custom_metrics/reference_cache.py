@@ -47,7 +47,7 @@ class Encoder(Protocol):
 
 log = logging.getLogger("custom_metrics.families.bertscore")
 
-#: the reference cache's default folder (the ``score_cache_dir`` row of lm_eval_tasks/settings.py)
+#: the reference cache's default folder (the ``score_cache_dir`` row of lm_eval_tasks/setting_table.py)
 DEFAULT_CACHE_DIR = "~/.cache/domsum/scores"
 #: its environment variable (same row)
 CACHE_ENV = "DOMSUM_SCORE_CACHE"

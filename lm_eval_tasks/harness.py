@@ -57,7 +57,7 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval.utils import simple_parse_args_string
 from lm_eval.api.utils import maybe_delimit
 
-from custom_metrics import model_cache, registry, secrets
+from custom_metrics import model_cache, reference_cache, registry, secrets
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, settings
 from lm_eval_tasks.benchmarks import stop_sequences
@@ -261,7 +261,7 @@ class SuiteTask(ConfigurableTask):
         backend = calling_backend(kwargs.get("chat_template"))
         self._start_fitting(backend)
         folder = settings.resolve(self.meta, "generation_journal")
-        resume.register(self.config.task, None if settings.is_off(folder) else folder)
+        resume.register(self.config.task, None if reference_cache.is_off(folder) else folder)
         super().build_all_requests(*args, **kwargs)
         record = self._budget_report()
         if warning := cut_warning(self.spec.name, record):
@@ -295,7 +295,7 @@ class SuiteTask(ConfigurableTask):
         (:func:`~lm_eval_tasks.harness_parts.generations.save_generations`).
         """
         folder = settings.resolve(self.meta, "generations_dir")
-        if settings.is_off(folder):
+        if reference_cache.is_off(folder):
             return
         rows = ({"doc_id": inst.doc_id, "doc": inst.doc, "target": self.doc_to_target(inst.doc),
                  "arguments": {"gen_args_0": {"arg_0": inst.args[0]}}, "resps": [inst.resps],

@@ -122,7 +122,7 @@ def test_no_import_circle():
 #: both ways: the benchmark packages and the catalogue with the data readers;
 #: the settings table, which collects the rows the benchmark records and the analysis
 #: modules declare, while their code resolves settings through it. Each to be removed
-TWO_WAY_LEFT = {("benchmarks", "data"), ("catalog", "data"), ("analysis", "settings"), ("benchmarks", "settings")}
+TWO_WAY_LEFT = {("benchmarks", "data"), ("catalog", "data")}
 
 
 def _top_level_pairs() -> set[tuple[str, str]]:
