@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 TASK = "domainsum_samsum"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Training on one torch thread: the tiny models train faster so on a 2-core machine, and
+    a module importing this fixture gets it for each of its tests."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def train(tmp: Path, base: Path, data: Path, **kw):

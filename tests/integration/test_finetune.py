@@ -25,17 +25,7 @@ from conftest import ROOT, run_lm_eval, sample_files, subprocess_env
 from finetune import ConfigError, resolve_config, run
 from finetune.cli import main as cli_main
 from lm_eval_tasks.data.loader import DataError
-from helpers.finetune import TASK, model_arg, train
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from helpers.finetune import TASK, model_arg, one_thread, train  # noqa: F401 (one_thread: an autouse fixture)
 
 
 def lm_eval_meta(data: Path, minilm: str) -> str:

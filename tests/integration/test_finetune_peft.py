@@ -20,19 +20,9 @@ from conftest import own_samples, run_lm_eval
 
 from finetune.cli import main as cli_main
 from finetune.combine import main as combine_main
-from helpers.finetune import TASK, model_arg, train
+from helpers.finetune import TASK, model_arg, one_thread, train  # noqa: F401 (one_thread: an autouse fixture)
 
 LAYER = "base_model.model.transformer.h.0.attn.c_attn"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def greedy(model, tok, prompt: str, until: list[str], n: int) -> str:
