@@ -360,6 +360,9 @@ def analyse(rankings: Sequence[Ranking], top_k: int = 2, n_boot: int = 1000, see
     if top_k < 1:
         raise RankingError(f"--top-k must be at least 1, got {top_k}")
     tally = _tally(rankings, top_k)
+    if top_k >= len(tally.systems):  # every system is in the top k of every ranking: shares of 100 % say nothing
+        raise RankingError(f"--top-k {top_k} puts each of the {len(tally.systems)} systems in the top {top_k} of "
+                           f"every ranking; choose a K below {len(tally.systems)}")
     dist = _resampled(tally, n_boot, seed)
     return {"top_k": top_k, "annotators": tally.annotators, "systems": tally.systems,
             "interval": {"method": "percentile bootstrap over documents", "level": 1 - alpha, "resamples": n_boot,

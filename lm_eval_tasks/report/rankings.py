@@ -97,9 +97,10 @@ def published_beside(result: dict[str, Any], counts: dict[str, int], label: str)
 
 def tables(result: dict[str, Any], counts: dict[str, int]) -> list[Table]:
     """The page's tables: shares, pairwise kappa, Kendall's W (per document and overall)."""
-    k, level = result["top_k"], f"{100 * result['interval']['level']:.0f}% CI"
-    shares = Table("shares", f"Top-{k} shares", ["System", "Rankings", f"In top {k}", f"Share [{level}]",
-                                                  f"Documents, every annotator top {k}", f"Share [{level}]"],
+    iv = result["interval"]
+    k, level = result["top_k"], f" [{100 * iv['level']:.0f}% CI]" if iv["resamples"] else ""  # --bootstrap 0: none
+    shares = Table("shares", f"Top-{k} shares", ["System", "Rankings", f"In top {k}", f"Share{level}",
+                                                  f"Documents, every annotator top {k}", f"Share{level}"],
                    [[s["system"], str(s["rankings"]), str(s["in_top_k"]), _pct(s["share"]) + _ci(s["ci"], _pct),
                      f"{s['documents_all_annotators_top_k']} of {s['documents']}",
                      _pct(s["all_annotators_share"]) + _ci(s["all_annotators_ci"], _pct)] for s in result["shares"]],
@@ -108,7 +109,7 @@ def tables(result: dict[str, Any], counts: dict[str, int]) -> list[Table]:
                            "documents on which each annotator who ranked it placed it there.")
     agreement = result["agreement"]
     kappa = Table("kappa", "Pairwise preference agreement (Cohen's kappa)",
-                  ["Annotators", "Items", "Observed agreement", "Chance agreement", f"Kappa [{level}]"],
+                  ["Annotators", "Items", "Observed agreement", "Chance agreement", f"Kappa{level}"],
                   [[" vs ".join(p["annotators"]), str(p["items"]), _f(p["observed_agreement"]),
                     _f(p["chance_agreement"]), _f(p["kappa"]) + _ci(p["ci"])] for p in agreement["pairs"]],
                   caption="Items: every document and pair (A, B) of its systems that both annotators ranked; labels: "
@@ -135,7 +136,8 @@ def _facts(result: dict[str, Any], counts: dict[str, int], source: str) -> list[
     return [f"{source}: {counts['rankings']} rankings by {counts['annotators']} annotator(s) of "
             f"{counts['documents']} document(s), {counts['systems']} systems; {counts['rankings_with_ties']} "
             f"ranking(s) hold a tie, {counts['documents_with_one_annotator']} document(s) have one annotator.",
-            f"Intervals: {100 * iv['level']:.0f}% {iv['method']}, {iv['resamples']} resamples, seed {iv['seed']}."]
+            f"Intervals: {100 * iv['level']:.0f}% {iv['method']}, {iv['resamples']} resamples, seed {iv['seed']}."
+            if iv["resamples"] else "Intervals: none (--bootstrap 0)."]
 
 
 def markdown(result: dict[str, Any], counts: dict[str, int], source: str, shown: list[Table]) -> str:

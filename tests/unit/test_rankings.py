@@ -257,3 +257,27 @@ def test_a_missing_input_is_one_line_before_the_output_folder_is_looked_at(tmp_p
     assert done.value.code == 2
     assert capsys.readouterr().err.splitlines() == ["rankings: error: nonexistent.csv: no such file"]
 
+
+
+def test_a_top_k_reaching_every_system_is_refused():
+    """With K at the number of systems every system is in every ranking's top K: shares of
+    100 % that say nothing are refused with the count, not printed."""
+    rankings, _ = read_rankings(_lines(_records()), "study.csv")
+    with pytest.raises(RankingError, match="each of the 3 systems in the top 3 .* choose a K below 3"):
+        analyse(rankings, 3, 0, 1)
+    assert analyse(rankings, 2, 0, 1)["top_k"] == 2
+
+
+def test_without_resamples_no_interval_is_announced(tmp_path):
+    """``--bootstrap 0``: no "[95% CI]" heading over cells that hold no interval."""
+    from lm_eval_tasks.report.rankings import write_rankings
+
+    src = tmp_path / "study.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in _records()), encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    md = write_rankings(src, out, 2, 0, 1)["markdown"]
+    assert "CI" not in md and "Intervals: none (--bootstrap 0)." in md
+    with_ci = tmp_path / "ci"
+    with_ci.mkdir()
+    assert "Share [95% CI]" in write_rankings(src, with_ci, 2, 50, 1)["markdown"]
