@@ -234,6 +234,10 @@ def read_rows(paths: Iterable[str | Path], facets: Sequence[str] = FACETS, human
                 if fr is None:
                     rows.skipped["missing_facet"] += 1
                     continue
+                if h / human_max > 1 + 1e-9:  # FM's score is at most 1: such a fit would describe the wrong scale
+                    raise FitError(f"{where}: human score {h:g} is above 1 once divided by the human scores' "
+                                   f"maximum {human_max:g}; the fit needs them on FM's 0-1 scale (--human-max 5 "
+                                   f"for scores on 1-5)")
                 X.append(fr)
                 y.append(h / human_max)
                 rows.where.append(where)

@@ -97,14 +97,21 @@ def markdown(summary: dict[str, Any]) -> str:
           *(["- the facet columns are linearly dependent (rank below 4): these weights are one of many "
              "equally good fits"] if fit["rank"] < len(FACETS) else []),
           "- " + ("FM can use these weights: setting `fm_weights` = the path of fm_weights.json"
-                  if fit["usable_by_fm"] else
-                  "FM cannot use these weights (an intercept, a negative weight or all zero): fit without "
-                  "an intercept, with --nonneg")]
+                  if fit["usable_by_fm"] else "FM cannot use these weights: " + _unusable(fit))]
     if summary["published"]:
         md += ["", "## Beside the published fit", "",
                "The paper's weights and MSE (Section 4.2), marked (published), with how this fit differs.", "",
                beside_markdown(summary["published"], digits=3).rstrip()]
     return "\n".join(md) + "\n"
+
+
+def _unusable(fit: dict[str, Any]) -> str:
+    """Why FM cannot use a fit, each reason with the flag that removes it."""
+    weights = [fit["weights"][f] for f in FACETS]
+    why = (["it has an intercept (fit without --intercept)"] if fit["intercept"] is not None else []) + (
+        ["a weight is negative (fit with --nonneg)"] if min(weights) < 0 else []) + (
+        ["every weight is 0"] if not any(weights) else [])
+    return "; ".join(why)
 
 
 def page(summary: dict[str, Any]) -> str:

@@ -142,6 +142,9 @@ def test_table_layouts_and_the_fm_details_join(tmp_path):
      "line 2: no field 'conclusion' (fields present: background, method, result, human; name the columns"),
     ("background,method,result,conclusion,human\n1,2,1,1,1\n", "line 2: field 'method' = 2 is not a fraction"),
     ("background,method,result,conclusion,human\n1,1,1,1,\n", "line 2: no human score (field 'human' is empty)"),
+    ("background,method,result,conclusion,human\n1,1,1,1,1\n1,1,1,1,4\n",
+     "line 3: human score 4 is above 1 once divided by the human scores' maximum 1; the fit needs them on "
+     "FM's 0-1 scale (--human-max 5 for scores on 1-5)"),
 ])
 def test_bad_rows_name_file_line_and_field(tmp_path, text, message):
     path = tmp_path / "bad.csv"
@@ -205,3 +208,19 @@ def test_runs_with_other_weights_are_another_system():
 
     assert "fm_weights" not in identity(json.dumps([0.1, 0.3, 0.3, 0.3]))
     assert identity(json.dumps([0.2, 0.4, 0.3, 0.1]))["fm_weights"] == "[0.2, 0.4, 0.3, 0.1]"
+
+
+def test_the_page_says_which_flag_makes_a_fit_usable_by_fm(tmp_path):
+    """An unusable fit names each reason with the flag that removes it, and no flag already given."""
+    from lm_eval_tasks.report.fm_weights import write_fit
+
+    w = np.array([0.1, 0.2, 0.3, 0.4])
+    rows = np.vstack([HALVES, [[1.0, 1.0, 0.25, 0.5]]])
+    path = tmp_path / "s.csv"
+    path.write_text("background,method,result,conclusion,human\n" + "".join(
+        ",".join(map(str, [*r, 0.2 + r @ w])) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "fit"
+    out.mkdir()
+    text = write_fit([path], out, intercept=True, nonneg=True).markdown
+    assert "FM cannot use these weights: it has an intercept (fit without --intercept)\n" in text
+    assert "--nonneg" not in text.split("FM cannot use")[1]
