@@ -24,7 +24,9 @@ with four facets all 15 supports are tried). Reported: the weights, the intercep
 (residual sum of squares / n), R² (1 - RSS / the total sum of squares about the mean),
 n, the rank of the facet matrix, and the MSE the paper's weights give on the same rows.
 
-Input (:func:`read_rows`): CSV or JSON lines, one summary per row, in one of three layouts,
+Input (:func:`read_rows`): the ``(where, record)`` lines of CSV or JSON-lines files, read by
+the caller (the command reads them as every table a command takes is read:
+:func:`lm_eval_tasks.data.user_files.table_lines`), one summary per row, in one of three layouts,
 told apart per row: four facet columns (``background``, ``method``, ``result``,
 ``conclusion``, or the names given) beside a human-score column; FM's ``fm_details`` rows
 (``fractions`` [4], as a run with the setting ``fm_details`` writes them), with the human scores from a second file
@@ -41,13 +43,11 @@ field.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,27 +74,16 @@ class Rows:
     skipped: dict[str, int] = field(default_factory=lambda: {"missing_facet": 0, "not_scored": 0})
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) of a CSV (header on line 1) or JSON-lines file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FitError(f"{path}: cannot read ({exc})") from None
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for row in reader:
-            yield reader.line_num, row
-        return
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise FitError(f"{path}, line {n}: not JSON ({exc.args[0] if exc.args else exc})") from None
-        if not isinstance(obj, dict):
-            raise FitError(f"{path}, line {n}: a JSON object per line is expected, got {type(obj).__name__}")
-        yield n, obj
+#: the ``(where, record)`` lines of one file; ``where`` names the file and line
+Lines = Iterable[tuple[str, Any]]
+
+
+def _objects(lines: Lines) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The lines' records, each a JSON object (a CSV row is one)."""
+    for where, rec in lines:
+        if not isinstance(rec, Mapping):
+            raise FitError(f"{where}: a JSON object per line is expected, got {type(rec).__name__}")
+        yield where, rec
 
 
 def _number(value: Any, where: str, name: str) -> float | None:
@@ -132,11 +121,10 @@ def _fractions(values: Sequence[Any], names: Sequence[str], where: str, scale: s
     return out
 
 
-def _human_table(path: Path, id_column: str, human: str) -> dict[str, tuple[Any, str]]:
+def _human_table(lines: Lines, id_column: str, human: str) -> dict[str, tuple[Any, str]]:
     """document id -> (human score, where) from the file joined to ``fm_details`` rows."""
     table: dict[str, tuple[Any, str]] = {}
-    for n, rec in _records(path):
-        where = f"{path}, line {n}"
+    for where, rec in _objects(lines):
         for name in (id_column, human):
             if name not in rec:
                 raise FitError(f"{where}: no field {name!r}")
@@ -198,13 +186,13 @@ def _row_items(rec: Mapping[str, Any], where: str, facets: Sequence[str], human:
     yield "table", [rec[f] for f in facets], list(facets), rec[human], human, where
 
 
-def read_rows(paths: Iterable[str | Path], facets: Sequence[str] = FACETS, human: str = "human",
-              human_file: str | Path | None = None, id_column: str = "id", scale: str = "fraction",
+def read_rows(files: Iterable[Lines], facets: Sequence[str] = FACETS, human: str = "human",
+              human_lines: Lines | None = None, id_column: str = "id", scale: str = "fraction",
               human_max: float = 1.0) -> Rows:
-    """The fit's rows from ``paths`` (module docstring: layouts, skips, errors).
+    """The fit's rows from the lines of ``files`` (module docstring: layouts, skips, errors).
 
     ``facets``: the four facet columns of a plain table, in FM's order; ``human``: its
-    human-score column (also of ``human_file``, joined to ``fm_details`` rows on
+    human-score column (also of ``human_lines``, a file joined to ``fm_details`` rows on
     ``id_column``); ``scale``: ``fraction`` or ``rating`` (the paper's 1-3 / 1-4 scales,
     divided by their maximum); ``human_max``: the human scores are divided by it (5 for
     scores on 1-5), as the fit needs them on the facets' 0-1 scale.
@@ -215,14 +203,14 @@ def read_rows(paths: Iterable[str | Path], facets: Sequence[str] = FACETS, human
         raise FitError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}")
     if not human_max > 0:
         raise FitError(f"the human scores' maximum must be > 0, got {human_max!r}")
-    joined = _human_table(Path(human_file), id_column, human) if human_file else None
+    joined = _human_table(human_lines, id_column, human) if human_lines is not None else None
     X: list[list[float]] = []
     y: list[float] = []
     rows = Rows(np.empty((0, 4)), np.empty(0), [])
-    for path in map(Path, paths):
-        for n, rec in _records(path):
+    for lines in files:
+        for at, rec in _objects(lines):
             for kind, values, names, score, score_name, where in _row_items(
-                    rec, f"{path}, line {n}", facets, human, joined, id_column):
+                    rec, at, facets, human, joined, id_column):
                 rows.read += 1
                 if values is None:
                     rows.skipped["not_scored"] += 1
@@ -318,4 +306,4 @@ def fit_weights(X: np.ndarray, y: np.ndarray, *, intercept: bool = False, sum_to
     }
 
 
-__all__ = ["SCALES", "FitError", "Rows", "fit_weights", "read_rows"]
+__all__ = ["SCALES", "FitError", "Lines", "Rows", "fit_weights", "read_rows"]

@@ -145,7 +145,10 @@ def write_fit(files: Sequence[str | Path], out: Path, *, facets: Sequence[str] =
               nonneg: bool = False) -> Written:
     """Read ``files``, fit (options: :func:`custom_metrics.analysis.fm_weights.read_rows` and
     :func:`~custom_metrics.analysis.fm_weights.fit_weights`) and write the three files into ``out``."""
-    rows = read_rows(files, facets, human, human_file, id_column, scale, human_max)
+    from lm_eval_tasks.data.user_files import table_lines
+
+    rows = read_rows([table_lines(f) for f in files], facets, human,
+                     table_lines(human_file) if human_file else None, id_column, scale, human_max)
     fit = fit_weights(rows.X, rows.y, intercept=intercept, sum_to_one=sum_to_one, nonneg=nonneg)
     label = ", ".join(Path(f).name for f in files)
     summary = {"weights": fit["weights"], "intercept": fit["intercept"], "fit": fit,

@@ -16,6 +16,8 @@ from scipy.optimize import nnls
 
 from custom_metrics.analysis.fm_weights import FitError, fit_weights, read_rows
 from custom_metrics.judge.fm import FACET_SCALES, FACETS, _fm_item, facet_weights, fm_aggregate
+from lm_eval_tasks.data.records import DataError
+from lm_eval_tasks.data.user_files import table_lines
 from lm_eval_tasks.settings import SettingError, resolve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "meta_eval"
@@ -112,7 +114,7 @@ def test_scholarsum_shaped_scores_give_back_the_paper_weights():
 def test_release_layout_fits_its_totals():
     """The ScholarSum / FD layout: the release's totals are FM's combination of its facet
     fractions; rows with a facet the reference lacks and a system without scores are counted."""
-    rows = read_rows([FIXTURES / "fd_sample.jsonl"])
+    rows = read_rows([table_lines(FIXTURES / "fd_sample.jsonl")])
     assert rows.read == 12 and rows.skipped == {"missing_facet": 3, "not_scored": 1} and len(rows.y) == 8
     fit = fit_weights(rows.X, rows.y)
     assert list(fit["weights"].values()) == pytest.approx(PAPER, abs=1e-3)
@@ -121,7 +123,7 @@ def test_release_layout_fits_its_totals():
 def test_table_layouts_and_the_fm_details_join(tmp_path):
     csv = tmp_path / "s.csv"
     csv.write_text("doc,bg,me,re,co,overall\na,3,4,2,3,4\nb,2,,3,1,2\n", encoding="utf-8")
-    rows = read_rows([csv], facets=["bg", "me", "re", "co"], human="overall", scale="rating", human_max=5)
+    rows = read_rows([table_lines(csv)], facets=["bg", "me", "re", "co"], human="overall", scale="rating", human_max=5)
     assert rows.X.tolist() == [[1.0, 1.0, 0.5, 1.0]] and rows.y.tolist() == [0.8]
     assert rows.skipped["missing_facet"] == 1 and rows.where == [f"{csv}, line 2"]
     details = tmp_path / "fm.jsonl"
@@ -130,7 +132,7 @@ def test_table_layouts_and_the_fm_details_join(tmp_path):
         {"task": "t", "id": "d2", "fm": None, "fractions": None, "failure": "rating"})) + "\n", encoding="utf-8")
     human = tmp_path / "h.jsonl"
     human.write_text('{"id": "d1", "human": 0.4}\n{"id": "d2", "human": 0.9}\n', encoding="utf-8")
-    rows = read_rows([details], human_file=human)
+    rows = read_rows([table_lines(details)], human_lines=table_lines(human))
     assert rows.X.tolist() == [[1.0, 0.5, 0.25, 1 / 3]] and rows.y.tolist() == [0.4]
     assert rows.skipped == {"missing_facet": 0, "not_scored": 1}
 
@@ -150,7 +152,7 @@ def test_bad_rows_name_file_line_and_field(tmp_path, text, message):
     path = tmp_path / "bad.csv"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(FitError) as err:
-        read_rows([path])
+        read_rows([table_lines(path)])
     assert str(err.value).startswith(f"{path}, {message}")
     assert "\n" not in str(err.value)
 
@@ -160,8 +162,20 @@ def test_too_few_rows_and_a_bad_json_line(tmp_path):
         fit_weights(HALVES[:2], np.array([0.5, 0.5]))
     path = tmp_path / "bad.jsonl"
     path.write_text('{"background": 1, "method": 1, "result": 1, "conclusion": 1, "human": 1}\n{oops\n')
-    with pytest.raises(FitError, match=r"bad.jsonl, line 2: not JSON"):
-        read_rows([path])
+    with pytest.raises(DataError, match=r"bad.jsonl, line 2: invalid JSON"):
+        read_rows([table_lines(path)])
+    path.write_text('{"background": 1, "method": 1, "result": 1, "conclusion": 1, "human": 1}\n[1, 2]\n')
+    with pytest.raises(FitError, match=r"bad.jsonl, line 2: a JSON object per line is expected, got list"):
+        read_rows([table_lines(path)])
+
+
+def test_a_csv_with_a_byte_order_mark_and_windows_line_ends(tmp_path):
+    """Excel's "CSV UTF-8" (a byte-order mark, CRLF line ends) reads as any CSV: the table is
+    read by the one reader every command's table goes through."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("\ufeffbackground,method,result,conclusion,human\r\n1,0.5,0.5,1,0.8\r\n".encode("utf-8"))
+    rows = read_rows([table_lines(path)])
+    assert rows.X.tolist() == [[1.0, 0.5, 0.5, 1.0]] and rows.y.tolist() == [0.8] and rows.where == [f"{path}, line 2"]
 
 
 # ---------------------------------------------------------------- FM with the set weights
