@@ -75,7 +75,14 @@ from custom_metrics.analysis.measures import MEASURES, PROFILE_TOKENIZERS, SKIP_
 from custom_metrics.registry import json_safe
 from custom_metrics.tokenize import tokenizer_info
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS, RECORDS
 
+#: the benchmark whose paper publishes these statistics per domain (DomainSum Table 5,
+#: ``report.statistics_table``): the default selection, whose levels ``--level`` names,
+#: and whose release's measure profile is the default
+PAPER = next(r for r in RECORDS.values() if r.report.statistics_table)
+#: the profile of :mod:`custom_metrics.analysis.measures` used unless another is asked for
+DEFAULT_PROFILE: str = PAPER.report.measure_profile
 LEVELS = catalog.DOMAINSUM_LEVELS
 
 MEASURE_LABELS = {
@@ -112,8 +119,8 @@ def select(benchmark: str, level: str | None = None, subsets: str | None = None,
     benchmark (``none``: the selection stays together). ``level``: a DomainSum level or
     ``all``."""
     if level:
-        if benchmark != "domainsum":
-            raise SelectionError("--level applies to --benchmark domainsum only")
+        if benchmark != PAPER.name:
+            raise SelectionError(f"--level applies to --benchmark {PAPER.name} only")
         levels = list(LEVELS) if level == "all" else [level]
         chosen = [d for lvl in levels for d in LEVELS[lvl]]
     else:
@@ -125,7 +132,7 @@ def select(benchmark: str, level: str | None = None, subsets: str | None = None,
         known = default_subsets(benchmark)
         for s in chosen:
             if s not in known:
-                name = "DomainSum domain" if benchmark == "domainsum" else f"{benchmark} subset"
+                name = f"{PAPER.title} domain" if benchmark == PAPER.name else f"{benchmark} subset"
                 raise SelectionError(f"unknown {name} {s!r}; known: {', '.join(known)}")
     if group_by == "none":
         return [(benchmark, s) for s in chosen]
@@ -330,10 +337,6 @@ def write_outputs(out: Path, rows: list[dict], overlaps: dict, meta: dict,
 
 # ------------------------------------------------------------------ beside the paper
 
-#: the paper whose published statistics a DomainSum domain's row is shown beside, and its table
-PUBLISHED_TABLE = ("domainsum", "Table 5")
-
-
 def published_beside(rows: list[dict], meta: dict) -> list[dict]:
     """DomainSum Table 5's published value of every measured DomainSum domain and measure,
     beside the user's (on the paper's scale: x100 for the percentages), each with its
@@ -341,17 +344,19 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
     protocol (:func:`lm_eval_tasks.published.beside.beside`): the pairs measured and their
     split (the paper states neither), the tokenizer (the paper names none) and the
     measures' definitions (the ``domainsum`` profile is the paper's; ``newsroom`` is
-    Grusky et al.'s). Empty for another benchmark: its domains are not the paper's."""
+    Grusky et al.'s). Empty for a benchmark whose record declares no published table of
+    these statistics (``report.statistics_table``): its domains are not a paper's."""
     from lm_eval_tasks import published
     from lm_eval_tasks.published import beside, protocol
 
-    benchmark, table = PUBLISHED_TABLE
-    paper = published.load(benchmark)
-    if meta["benchmark"] != benchmark or paper is None:
+    record = ALL_RECORDS.get(meta["benchmark"])
+    table = record.report.statistics_table if record is not None else None
+    paper = published.load(record.name) if table else None
+    if paper is None:
         return []
-    profile = meta["profile"]
+    profile, theirs = meta["profile"], record.report.measure_profile
     definitions = protocol.Field("measure definitions", f"{profile} profile",
-                                 "the DomainSum release's (profile domainsum)", profile == "domainsum")
+                                 f"the {record.title} release's (profile {theirs})", profile == theirs)
     out = []
     for r in rows:
         facts = protocol.RunFacts(label=f"{r['domain']} ({r['splits']})", setting="dataset statistics",
@@ -364,13 +369,18 @@ def published_beside(rows: list[dict], meta: dict) -> list[dict]:
     return out
 
 
+def _where(published: list[dict]) -> str:
+    """The paper and table the :func:`published_beside` records come from (``DomainSum Table 5``)."""
+    return f"{published[0]['paper']} {published[0]['table']}"
+
+
 def published_markdown(published: list[dict]) -> str:
     """The section of ``domain_stats.md`` that shows :func:`published_beside`."""
     from lm_eval_tasks.published.beside import beside_markdown
 
     if not published:
         return ""
-    return ("\nBeside the paper's published statistics (DomainSum Table 5), this run's on the paper's scale "
+    return (f"\nBeside the paper's published statistics ({_where(published)}), this run's on the paper's scale "
             "(lengths in tokens, compression a ratio, the other measures x100):\n\n"
             + beside_markdown(published))
 
@@ -380,8 +390,8 @@ def published_markdown(published: list[dict]) -> str:
 GROUP_BY = ("level", "none")
 
 
-def run_domain_stats(targets: list[tuple[str, str]], out: Path, *, benchmark: str = "domainsum",
-                     splits: Sequence[str] = ("test",), data_dir: str | None = None, profile: str = "domainsum",
+def run_domain_stats(targets: list[tuple[str, str]], out: Path, *, benchmark: str = PAPER.name,
+                     splits: Sequence[str] = ("test",), data_dir: str | None = None, profile: str = DEFAULT_PROFILE,
                      tokenizer: str | None = None, max_docs: int | None = None, workers: int = 1,
                      chunk_size: int | None = None, vocab_size: int = 10_000, drop_duplicates: bool = False,
                      keep_empty: bool = False, plots: bool = True, progress: bool | None = None,
@@ -472,6 +482,6 @@ def print_account(done: dict, synthetic_length: str = "news") -> None:
               f"{meta['workers']} worker(s): {r['n_pairs'] / r['seconds']:,.0f} pairs/s")
     if done.get("published"):
         same = sum(r["comparable"] for r in done["published"])
-        print(f"beside DomainSum Table 5: {len(done['published'])} published values, {same} of the same protocol "
-              "(domain_stats.md, and 'published' in domain_stats.json)", file=sys.stderr)
+        print(f"beside {_where(done['published'])}: {len(done['published'])} published values, {same} of the same "
+              "protocol (domain_stats.md, and 'published' in domain_stats.json)", file=sys.stderr)
     print("wrote " + ", ".join(str(p) for p in done["written"]), file=sys.stderr)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from custom_metrics.setting import Setting
+from lm_eval_tasks.benchmarks.layout import ReportPieces
 from lm_eval_tasks.data.records import HubSource
 
 
@@ -81,6 +82,9 @@ class Benchmark:
     #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
     #: collected by :mod:`lm_eval_tasks.settings`
     settings: tuple[Setting, ...] = ()
+    #: the report's pieces the benchmark declares (its papers' table layouts, published
+    #: tables and figures the report rebuilds), read by the report instead of a name
+    report: ReportPieces = field(default_factory=ReportPieces)
     #: ``(spec, shots, metadata, split) -> (records, load facts)``: the split's records of the
     #: task ``spec`` with their ``prompt`` and ``summary``
     build_docs: Callable[..., tuple[list[dict], dict]] | None = field(default=None, compare=False, repr=False)

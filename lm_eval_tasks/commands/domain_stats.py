@@ -19,8 +19,10 @@ from custom_metrics.tokenize import TOKENIZERS
 from lm_eval_tasks import catalog
 from lm_eval_tasks.commands import add_include_path
 from lm_eval_tasks.analysis.domain_stats import (
+    DEFAULT_PROFILE,
     GROUP_BY,
     LEVELS,
+    PAPER,
     SelectionError,
     print_account,
     run_domain_stats,
@@ -51,7 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="output folder (unset: out/domain_stats, with --synthetic out/domain_stats_synthetic)")
     ap.add_argument("--overwrite", action="store_true",
                     help="replace what an earlier run wrote into --out (default: stop and say so)")
-    ap.add_argument("--profile", choices=PROFILES, default="domainsum")
+    ap.add_argument("--profile", choices=PROFILES, default=DEFAULT_PROFILE)
     ap.add_argument("--tokenizer", choices=sorted(TOKENIZERS),
                     help="word tokenizer (default: the profile's: "
                          + ", ".join(f"{p} -> {t}" for p, t in PROFILE_TOKENIZERS.items())
@@ -84,7 +86,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     default=10_000, help="distinct synthetic pairs, cycled up to N")
     args = ap.parse_args(argv)
     if args.benchmark is None:
-        args.benchmark = catalog.USER_BENCHMARK if args.include_path else "domainsum"
+        args.benchmark = catalog.USER_BENCHMARK if args.include_path else PAPER.name
     args.data_dir = resolve({"data_dir": args.data_dir}, "data_dir")
     for name in ("max_docs", "workers", "chunk_size", "vocab_size", "synthetic"):
         v = getattr(args, name)

@@ -14,6 +14,9 @@ the mean of the per-run p-values; marks: ``*`` p < 0.05, ``**`` p < 0.01.
 A correlation needs at least 3 domains with both a measure and a score and some
 variation in both; otherwise it is n/a and the reason is listed.
 
+The benchmark whose runs and levels are correlated is the record that declares the
+correlation table (``report.correlation_table``: DomainSum Table 4), :data:`RECORD`.
+
 :func:`write_correlations` writes into its folder ``correlations_detail.csv`` (every
 run), ``correlations.csv`` (averaged) and ``correlations.md``; ``domsum correlate``
 is its command line.
@@ -32,13 +35,15 @@ import pandas as pd
 from custom_metrics.analysis.errors import AnalysisError
 from custom_metrics.analysis.stats.correlation import correlation_test
 from custom_metrics.cells import frame_csv, md_text
-from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.suite import RECORDS
 from lm_eval_tasks.report.formats import fmt, markdown_table
 from lm_eval_tasks.results import load_results
 
 MEASURES = ("doc_length", "summary_length", "compression", "density", "coverage",
             "doc_diversity", "summary_diversity", "abstractiveness")
 COEFFICIENTS = ["pearson_r", "pearson_p", "spearman_rho", "spearman_p"]
+#: the benchmark whose paper correlates its domains' measures with performance (DomainSum Table 4)
+RECORD = next(r for r in RECORDS.values() if r.report.correlation_table)
 
 
 def load_stats(path: str | Path) -> pd.DataFrame:
@@ -54,7 +59,7 @@ def load_stats(path: str | Path) -> pd.DataFrame:
     if "domain" not in frame.columns:
         raise AnalysisError(f"{path}: no 'domain' column/records; is it domain_stats output?")
     if "level" not in frame.columns:
-        frame["level"] = frame["domain"].map(lambda d: catalog.level_of("domainsum", d))
+        frame["level"] = frame["domain"].map(RECORD.level_of)
     for m in MEASURES:
         frame[m] = pd.to_numeric(frame.get(m), errors="coerce")
     return frame.set_index("domain")
@@ -78,7 +83,7 @@ def mark(p: float) -> str:
 
 def correlation_runs(perf: pd.DataFrame, stats: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per (level, measure, model, setting)."""
-    perf = perf[(perf["benchmark"] == "domainsum") & (perf["metric"] == metric)]
+    perf = perf[(perf["benchmark"] == RECORD.name) & (perf["metric"] == metric)]
     rows = []
     for (level, model, setting), g in perf.groupby(["level", "model", "setting"], dropna=True):
         scores = g.groupby("domain")["value"].mean()
@@ -161,7 +166,7 @@ def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path
     stats = load_stats(stats_path)
     if res.frame.empty or not (res.frame["metric"] == metric).any():
         res.problems.append(f"no '{metric}' values in the result folders")
-    evaluated = set() if res.frame.empty else set(res.frame.loc[res.frame["benchmark"] == "domainsum", "domain"])
+    evaluated = set() if res.frame.empty else set(res.frame.loc[res.frame["benchmark"] == RECORD.name, "domain"])
     if evaluated and not evaluated & set(stats.index):
         # e.g. a later `domain-stats` run (another selection, --synthetic) wrote into the same folder
         raise AnalysisError(f"{stats_path} holds statistics for {', '.join(map(str, stats.index)) or 'no domain'}, "
@@ -181,5 +186,5 @@ def write_correlations(folders: Sequence[str], stats_path: str | Path, out: Path
     return CorrelationReport(md, list(res.problems))
 
 
-__all__ = ["MEASURES", "CorrelationReport", "average", "correlate", "correlation_runs", "load_stats", "mark",
+__all__ = ["MEASURES", "RECORD", "CorrelationReport", "average", "correlate", "correlation_runs", "load_stats", "mark",
            "system_labels", "to_markdown", "write_correlations"]

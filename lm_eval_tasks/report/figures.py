@@ -5,8 +5,9 @@
 * ``dist_<benchmark>_<key>``: the per-document scores of each system and setting, one box
   per subset.
 * ``radar_<benchmark>``: the eight DomainSum domain-characteristic measures of each
-  subset (:func:`custom_metrics.analysis.measures.domain_measures`), computed from the documents
-  and reference summaries the runs logged.
+  subset (:func:`custom_metrics.analysis.measures.domain_measures`, in the profile of the
+  record that declares one: ``report.measure_profile``), computed from the documents and
+  reference summaries the runs logged.
 * ``overlap_<benchmark>``: vocabulary overlap between subsets (DomainSum Figure 3's
   measure: top words of each subset's documents, stopwords and punctuation left out).
 * ``cross_<benchmark>_<key>_<base>``: the cross-domain matrix of each base model.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from custom_metrics.analysis import plots
 from custom_metrics.registry import display_scale as scale
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks.report.runs import Run, doc_key
 from lm_eval_tasks.report.stats import aggregation_of
 from lm_eval_tasks.report.tables import (Builder, base_label_of, cross_domain_groups, ordered_subsets, paper,
@@ -158,12 +160,14 @@ def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
     from custom_metrics.analysis.domains import analyse_pairs, domain_vocabulary, overlap_matrix, stopwords
 
     texts = _domain_texts(runs, benchmark)
-    if not texts:
+    # the measures are those of the paper that defines them, whichever benchmark's subsets they describe
+    source = next((r for r in ALL_RECORDS.values() if r.report.measure_profile), None)
+    if not texts or source is None:
         return
     stats, vocabs = {}, {}
     stop, _ = stopwords()
     for sub, (docs, refs) in texts.items():
-        measured, counts = analyse_pairs(docs, refs, profile="domainsum", progress=False)
+        measured, counts = analyse_pairs(docs, refs, profile=source.report.measure_profile, progress=False)
         stats[sub] = measured
         vocabs[sub] = domain_vocabulary(counts, OVERLAP_VOCAB, stop)
     n = min(len(d) for d, _ in texts.values())
@@ -171,7 +175,7 @@ def _domain_figures(figs: Figures, benchmark: str, runs: list[Run]) -> None:
     axes = [m for m in MEASURES if all(m in s for s in stats.values())]
     radar_series = {sub: [float(s[m]) for m in axes] for sub, s in stats.items()}
     figs.draw(f"radar_{benchmark}", title,
-              f"DomainSum's measures of the documents the runs logged (at least {n} per subset), "
+              f"{source.title}'s measures of the documents the runs logged (at least {n} per subset), "
               "each axis scaled by its largest value.",
               lambda p: plots.radar_chart(p, title, axes, radar_series))
     labels = list(vocabs)

@@ -1,96 +1,40 @@
 """A paper's results table in the paper's own layout: its rows and columns, the user's
 systems above, the paper's published rows below.
 
-Why declared as data (:class:`Layout`) and built by one function: AdaptEval Table 3,
+Why declared as data (:class:`~lm_eval_tasks.benchmarks.layout.Layout`, in each
+benchmark's record: ``report.layouts``) and built by one function: AdaptEval Table 3,
 CCSBench Tables 4 and 5 are the same kind of table — rows are systems in a setting,
 columns are (paper column, suite key, subset) — and differ only in which columns, which
 settings and which subsets a row reads. A layout names its columns by the paper's own
 column names, so each published cell is found in the paper's data file
 (:mod:`~lm_eval_tasks.published`) by (table, row, column) and each of the user's
 cells by (system, subset, shots, variant) and the column's suite key; no number is typed
-here.
+here, and no benchmark is named: the report builds the layouts of the records it reads.
 
 Numbers are in the paper's units (the data file's ``scale`` per metric: AdaptEval prints
 BERTScore as a fraction, CCSBench ROUGE-L x100), with the paper's decimals, so a row of
 this run reads like the paper's rows beneath it. The user's cells are the run's reported
 values (intervals and tests are in the long tables); a published row is never pooled
 with the user's. DomainSum Table 2, whose cell holds a zero-shot score, a two-shot
-difference and its p, keeps its own builder (:mod:`.paper_tables`) and shares this
-module's citation of published rows (:func:`published_source`, :func:`published_caption`).
+difference and its p, keeps its own builder (:mod:`.paper_tables`, from the record's
+``report.shot_table``) and shares this module's citation of published rows
+(:func:`published_source`, :func:`published_caption`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from lm_eval_tasks import published
+from lm_eval_tasks.benchmarks.layout import Column, Layout
+from lm_eval_tasks.benchmarks.record import Benchmark
+from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks.published.protocol import COLUMN, PUBLISHED_CELL, check_runs, row_record, setting_of
 from lm_eval_tasks.report.tables import Builder, Table
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of a paper's table: its printed name (the data file's ``column``), the
-    suite key computing it, the subset whose runs it reads and the decimals printed."""
-
-    header: str
-    key: str
-    subset: str
-    digits: int = 2
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One paper table. ``kinds``: the kinds of row each system has, as (the paper's row
-    name, the subset every column reads instead of its own, or None): CCSBench Table 5's
-    ``Single`` row reads each column's single-attribute subset, its ``Compositional`` row
-    the compositional one. ``variants``: the task variants a row may come from (``hard``:
-    CCSBench's ``Attribute: Value`` prompt)."""
-
-    benchmark: str
-    table: str
-    name: str
-    title: str
-    columns: tuple[Column, ...]
-    kinds: tuple[tuple[str, str | None], ...] = (("", None),)
-    variants: tuple[str, ...] = ("",)
-
-
-def _adapteval_columns() -> tuple[Column, ...]:
-    domains = (("Medical", "pubmed"), ("Science", "arxiv"), ("Government", "govreport"))
-    keys = (("BERTScore", "bertscore_f1", 3), ("DVO", "dvo", 2), ("ROUGE", "rouge_geo", 2))
-    return tuple(Column(f"{d} {m}", key, subset, digits) for d, subset in domains for m, key, digits in keys)
-
-
-def _adapteval_judge_columns() -> tuple[Column, ...]:
-    """AdaptEval Table 5's columns: each judge rating per domain, in the paper's order."""
-    domains = (("arXiv", "arxiv"), ("PubMed", "pubmed"), ("GovReport", "govreport"))
-    keys = (("DA", "domain_adaptation"), ("Coherence", "coherence"), ("Fluency", "fluency"))
-    return tuple(Column(f"{m} {d}", key, subset) for m, key in keys for d, subset in domains)
-
-
-#: CCSBench Tables 4 and 7's columns (the text drops the Δ heading; see ccsbench.json)
-_CCS = (("Quality ROUGE-L", "rougeL"), ("Length PCC", "length_pcc"), ("Length MAD", "length_mad"),
-        ("Keywords SR", "keyword_sr"), ("Readability Fnormal", "fkgl_normal"), ("Readability Fhigh", "fkgl_high"),
-        ("Readability Δ", "delta_fkgl"), ("Focus F1", "focus_macro_f1"))
-
-LAYOUTS = (
-    Layout("adapteval", "Table 3", "adapteval_table3",
-           "AdaptEval Table 3 layout: BERTScore, DVO and ROUGE per domain and setting", _adapteval_columns()),
-    Layout("adapteval", "Table 5", "adapteval_table5",
-           "AdaptEval Table 5 layout: judge ratings (Domain Adaptation, coherence, fluency) per domain",
-           _adapteval_judge_columns(), variants=("judged",)),
-    Layout("ccsbench", "Table 4", "ccsbench_table4",
-           "CCSBench Table 4 layout: compositional control (quality, explicit and implicit attributes)",
-           tuple(Column(h, k, "compositional") for h, k in _CCS), variants=("", "hard")),
-    Layout("ccsbench", "Table 5", "ccsbench_table5",
-           "CCSBench Table 5 layout: each single-attribute task vs the compositional task",
-           (Column("Readability", "delta_fkgl", "readability"), Column("Length PCC", "length_pcc", "length"),
-            Column("Length MAD", "length_mad", "length"), Column("Keywords SR", "keyword_sr", "keywords"),
-            Column("Focus F1", "focus_macro_f1", "focus")),
-           kinds=(("Single", None), ("Compositional", "compositional")), variants=("", "hard")),
-)
+#: every benchmark's declared layouts, in the order the records list them
+LAYOUTS: tuple[Layout, ...] = tuple(lay for record in ALL_RECORDS.values() for lay in record.report.layouts)
 
 
 def published_source(paper: published.Published, value: dict) -> str:
@@ -201,10 +145,10 @@ def paper_layout(builder: Builder, layout: Layout) -> Table | None:
                  paper_rows=records)
 
 
-def paper_layouts(builder: Builder, benchmark: str) -> list[Table]:
-    """Every declared layout of ``benchmark`` its runs fill."""
-    return [t for t in (paper_layout(builder, lay) for lay in LAYOUTS if lay.benchmark == benchmark) if t]
+def paper_layouts(builder: Builder, record: Benchmark) -> list[Table]:
+    """Every layout ``record`` declares that its runs fill."""
+    return [t for t in (paper_layout(builder, lay) for lay in record.report.layouts) if t]
 
 
-__all__ = ["Column", "LAYOUTS", "Layout", "paper_layout", "paper_layouts", "protocol_caption", "published_caption",
+__all__ = ["LAYOUTS", "paper_layout", "paper_layouts", "protocol_caption", "published_caption",
            "published_source"]

@@ -1,23 +1,26 @@
 """The papers' own table layouts, with the papers' published rows beside the user's systems.
 
-* ``domainsum_table2_<level>``: DomainSum Table 2 — one table per level of domain shift
-  the runs cover; rows the systems, columns each evaluated domain's ROUGE and BERTScore,
-  a cell ``0-shot (2-shot − 0-shot; p)`` with the best zero-shot (†) and the best
-  two-shot (‡) value marked. Below the user's systems, the paper's rows as published
-  (:mod:`~lm_eval_tasks.published`), marked and cited as such and with their own
-  best marks: a published number is never pooled with the user's (no best, mean or test
-  spans both).
+* ``domainsum_table2_<level>``: DomainSum Table 2 (its record's ``report.shot_table``) —
+  one table per level of domain shift the runs cover; rows the systems, columns each
+  evaluated domain's ROUGE and BERTScore, a cell ``0-shot (2-shot − 0-shot; p)`` with the
+  best zero-shot (†) and the best two-shot (‡) value marked. Below the user's systems, the
+  paper's rows as published (:mod:`~lm_eval_tasks.published`), marked and cited as such
+  and with their own best marks: a published number is never pooled with the user's (no
+  best, mean or test spans both).
 * the other papers' layouts (AdaptEval Table 3, CCSBench Tables 4 and 5): declared as
-  data and built by :mod:`~lm_eval_tasks.report.paper_layouts`.
+  data by their records (``report.layouts``) and built by
+  :mod:`~lm_eval_tasks.report.paper_layouts`.
 * ``<benchmark>_paper_vs_run``: every run whose model, shots and task are the paper's,
   beside the paper's value for that cell, and the difference (this run − paper).
-* ``ccsbench_figure4``: CCSBench Figure 4 (change amplitude), one per
-  ``change_amplitude.json`` that ``domsum change-amplitude`` wrote into a folder given to
-  the report: a row per changed attribute, a column per affected controllability metric,
-  ``null`` where the formula is undefined (counted in the caption, each reason in a note).
+* ``ccsbench_figure4``: CCSBench Figure 4 (change amplitude, its record's
+  ``report.amplitude_figure``), one per ``change_amplitude.json`` that ``domsum
+  change-amplitude`` wrote into a folder given to the report: a row per changed
+  attribute, a column per affected controllability metric, ``null`` where the formula is
+  undefined (counted in the caption, each reason in a note).
 
 Each benchmark's citation (its record's) is set once, on the first of its tables
-(:func:`cite`).
+(:func:`cite`). Every piece is built from the facts of the records the report reads
+(:data:`lm_eval_tasks.benchmarks.suite.ALL_RECORDS`): no benchmark is named here.
 
 Why a second table beside the long ``<benchmark>_settings`` table: the paper's layout is
 what a researcher holds their results against; the long table keeps the intervals and
@@ -32,8 +35,9 @@ import math
 from collections.abc import Sequence
 
 from custom_metrics.registry import display_name, display_scale as scale
-from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
+from lm_eval_tasks.benchmarks.layout import ShotTable, piece_name
+from lm_eval_tasks.benchmarks.record import Benchmark
 from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks import published
 from lm_eval_tasks.report.formats import counted
@@ -46,13 +50,6 @@ from lm_eval_tasks.report.tables import Builder, Table, lookup_subset
 from lm_eval_tasks.report.verdicts import p_text
 from lm_eval_tasks.results import ResultsError, parse_folder_spec
 
-#: the suite's keys in DomainSum Table 2's two columns per domain (the paper's text defines
-#: its "ROUGE" as the geometric mean of ROUGE-1/2/L)
-TABLE2_KEYS = ("rouge_geo", "bertscore_f1")
-#: DomainSum's column names of its domains (Table 2's headings)
-DOMAIN_NAMES = {"cnndm": "CNN/DM", "pubmed": "PubMed", "reddit": "Reddit", "samsum": "SAMSum", "wikihow": "WikiHow",
-                "cnn": "CNN", "fox": "Fox", "nydaily": "NYDaily", "nytimes": "NYTimes", "wapo": "WaPo",
-                "soccer": "Soccer", "crime": "Crime", "family": "Family", "media": "Media", "law": "Law"}
 BEST_ZERO, BEST_TWO = "†", "‡"
 
 
@@ -90,54 +87,58 @@ def _mark(cells: list[list[tuple[float | None, float | None, str | None]]]) -> l
     return out
 
 
-def domainsum_table2(builder: Builder) -> list[Table]:
-    """DomainSum Table 2's layout per level, with the paper's rows beside the user's."""
-    runs = _base_runs(builder, "domainsum")
-    paper = published.load("domainsum")
-    keys = [k for k in TABLE2_KEYS if any(k in r.values for r in runs)]
+def shot_tables(builder: Builder, record: Benchmark) -> list[Table]:
+    """The layout of ``record``'s :class:`~lm_eval_tasks.benchmarks.layout.ShotTable` (DomainSum
+    Table 2) per level, with the paper's rows beside the user's; none when it declares none."""
+    piece = record.report.shot_table
+    if piece is None:
+        return []
+    runs = _base_runs(builder, record.name)
+    paper = published.load(record.name)
+    keys = [k for k in piece.keys if any(k in r.values for r in runs)]
     out = []
-    for level, domains in catalog.DOMAINSUM_LEVELS.items():
+    for level, domains in record.levels.items():
         here = [d for d in domains if any(r.subset == d for r in runs)]
         if not here or not keys:
             continue
         systems = sorted({r.system.identity: r.system for r in runs if r.subset in here}.values(),
                          key=lambda s: s.label)
-        header = ["System", "Source"] + [f"{DOMAIN_NAMES.get(d, d)} {display_name(k)}: 0-shot (2-shot − 0-shot; p)"
+        header = ["System", "Source"] + [f"{piece.headings.get(d, d)} {display_name(k)}: 0-shot (2-shot − 0-shot; p)"
                                          for d in here for k in keys] + ([COLUMN] if paper else [])
         mine, checks, records = [], [], []
-        name = f"domainsum_table2_{level}"
-        metrics = metrics_of(paper, keys, "Table 2") if paper else []
+        name = f"{piece_name(record.name, piece.table)}_{level}"
+        metrics = metrics_of(paper, keys, piece.table) if paper else []
         for system in systems:
             row, shown = [], []
             for d in here:
-                zero, two = (builder.runs.find(system, "domainsum", d, s) for s in (0, 2))
-                row += [_run_cell(builder, zero, two, k) for k in keys]
+                zero, two = (builder.runs.find(system, record.name, d, s) for s in (0, 2))
+                row += [_run_cell(builder, record, zero, two, k) for k in keys]
                 shown += [r for r in (zero, two) if r is not None and any(k in r.values for k in keys)]
             mine.append(row)
             if paper:
-                facts, check = check_runs(paper, "Table 2", [(r, metrics) for r in shown])
+                facts, check = check_runs(paper, piece.table, [(r, metrics) for r in shown])
                 checks.append([check.cell()])
-                records.append(row_record(name, paper, "Table 2", system.label, facts, check))
+                records.append(row_record(name, paper, piece.table, system.label, facts, check))
             else:
                 checks.append([])
         rows = [[s.label, "this run"] + cells + said for s, cells, said in zip(systems, _mark(mine), checks)]
         theirs, names = [], []
         for model in (paper.models if paper else {}):
-            found = [_paper_cell(paper, model, d, k) for d in here for k in keys]
+            found = [_paper_cell(paper, piece, model, d, k) for d in here for k in keys]
             if any(c[0] is not None for c in found):
                 theirs.append(found)
                 names.append(model)
-        rows += [[f"{m} (published)", published_source(paper, {"table": "Table 2", "row": m})] + cells
+        rows += [[f"{m} (published)", published_source(paper, {"table": piece.table, "row": m})] + cells
                  + [PUBLISHED_CELL] for m, cells in zip(names, _mark(theirs))]
-        out.append(Table(name, f"DomainSum Table 2 layout, {level} shift: 0-shot and 2-shot per domain",
-                         header, rows, caption=table2_caption(paper), paper_rows=records))
+        out.append(Table(name, f"{record.title} {piece.table} layout, {level} shift: 0-shot and 2-shot per domain",
+                         header, rows, caption=table2_caption(paper, piece), paper_rows=records))
     return out
 
 
-def _run_cell(builder: Builder, zero: Run | None, two: Run | None, key: str) -> tuple:
+def _run_cell(builder: Builder, record: Benchmark, zero: Run | None, two: Run | None, key: str) -> tuple:
     """(0-shot value, 2-shot − 0-shot, p) of a system in one domain, x100 where the key is."""
     if zero is not None and two is not None and key in zero.values and key in two.values:
-        builder.section = "domainsum_settings"  # the settings table's comparison: its verdict is listed there
+        builder.section = f"{record.name}_settings"  # the settings table's comparison: its verdict is listed there
         c = builder.compare(two, zero, key)
         if c is not None and c.computed:
             docs = list(c.docs)
@@ -148,16 +149,16 @@ def _run_cell(builder: Builder, zero: Run | None, two: Run | None, key: str) -> 
     return None, None, None
 
 
-def _paper_cell(paper: published.Published, model: str, subset: str, key: str) -> tuple:
+def _paper_cell(paper: published.Published, piece: ShotTable, model: str, subset: str, key: str) -> tuple:
     metric = next((m for m, spec in paper.metrics.items() if key in spec.get("keys", [])), None)
-    zero = paper.one(table="Table 2", model=model, subset=subset, metric=metric, setting="0-shot")
-    diff = paper.one(table="Table 2", model=model, subset=subset, metric=metric, setting="2-shot minus 0-shot")
+    zero = paper.one(table=piece.table, model=model, subset=subset, metric=metric, setting="0-shot")
+    diff = paper.one(table=piece.table, model=model, subset=subset, metric=metric, setting="2-shot minus 0-shot")
     return (zero["value"] if zero else None, diff["value"] if diff else None, None)
 
 
-def table2_caption(paper: published.Published | None) -> str:
-    where = (published_caption(paper, "Table 2") + " † and ‡ mark the best within the published rows and within "
-             "this run's rows separately." + protocol_caption(paper, "Table 2") if paper else "")
+def table2_caption(paper: published.Published | None, piece: ShotTable) -> str:
+    where = (published_caption(paper, piece.table) + " † and ‡ mark the best within the published rows and "
+             "within this run's rows separately." + protocol_caption(paper, piece.table) if paper else "")
     return ("Cell: the 0-shot score, in parentheses the 2-shot score minus the 0-shot score and, for this run's "
             "systems, its p (the paired test of the zero- vs few-shot table, where the interval, the shared "
             "document count and the verdict of each difference are); scores x100. † best 0-shot, ‡ best 2-shot "
@@ -225,8 +226,18 @@ def _published(paper: published.Published, model: str, subset: str | None, metri
     return []
 
 
-def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
-    """CCSBench Figure 4's layout of each ``change_amplitude.json`` directly in ``folders``."""
+def _declaring_amplitude() -> Benchmark | None:
+    """The record whose paper publishes the change-amplitude figure (CCSBench Figure 4)."""
+    return next((r for r in ALL_RECORDS.values() if r.report.amplitude_figure), None)
+
+
+def amplitude_tables(folders: Sequence[str]) -> list[Table]:
+    """The layout of the change-amplitude figure a record declares (``report.amplitude_figure``:
+    CCSBench Figure 4) of each ``change_amplitude.json`` directly in ``folders``."""
+    record = _declaring_amplitude()
+    if record is None:
+        return []
+    figure = record.report.amplitude_figure
     files = [f / STUDY_FILE for f in (parse_folder_spec(str(d))[0] for d in folders)]
     out = []
     for i, path in enumerate(f for f in files if f.is_file()):
@@ -240,8 +251,8 @@ def ccsbench_figure4(folders: Sequence[str]) -> list[Table]:
         body = [[row] + ["null" if v is None else f"{v:.3f}" for v in line] for row, line in zip(rows, cells)]
         notes = [f"null: changed {u['changed']}, affected {u['key']}: {u['reason']}"
                  for u in data.get("undefined_cells", [])]
-        out.append(Table(f"ccsbench_figure4{'_' + str(i + 1) if i else ''}",
-                         f"CCSBench Figure 4 layout: change amplitude, {data.get('task', 'ccsbench')}",
+        out.append(Table(piece_name(record.name, figure) + (f"_{i + 1}" if i else ""),
+                         f"{record.title} {figure} layout: change amplitude, {data.get('task', record.name)}",
                          header, body, notes=notes, caption=(
                              "CA = |m_new − m| / |m| (CCSBench Section 6): m is a controllability metric of the "
                              "original run, m_new of the run in which only the row's attribute was changed, each "
@@ -283,22 +294,27 @@ _USES = {"table2": ("Source", "(published)", "0-shot (2-shot − 0-shot; p)", "�
 def terms(tables: Sequence[Table]) -> list[tuple[str, str]]:
     """The :data:`TERMS` the report's tables use (for the page's definitions)."""
     names = [t.name for t in tables]
-    kinds = {"table2": any(n.startswith("domainsum_table2_") for n in names),
+    records = ALL_RECORDS.values()
+    shot = tuple(f"{piece_name(r.name, r.report.shot_table.table)}_" for r in records if r.report.shot_table)
+    amplitude = tuple(piece_name(r.name, r.report.amplitude_figure) for r in records if r.report.amplitude_figure)
+    kinds = {"table2": any(n.startswith(shot) for n in names),
              "layout": any(n == lay.name for lay in LAYOUTS for n in names),
              "versus": any(n.endswith("_paper_vs_run") for n in names),
-             "amplitude": any(n.startswith("ccsbench_figure4") for n in names)}
+             "amplitude": any(n.startswith(amplitude) for n in names)}
     used = {term for kind, found in kinds.items() if found for term in _USES[kind]}
     return [t for t in TERMS if t[0] in used]
 
 
 def paper_tables(builder: Builder, tables: Sequence[Table], folders: Sequence[str] = ()) -> list[Table]:
-    """``tables`` (:meth:`Builder.all`) with the papers' layouts first (DomainSum Table 2, then
-    each benchmark's declared layouts, :mod:`.paper_layouts`), each benchmark's paper-vs-run
-    table after its zero- vs few-shot table (or at its benchmark's end), the CCSBench
-    Figure 4 tables of ``folders`` last, and each benchmark's citation under its first table."""
+    """``tables`` (:meth:`Builder.all`) with the papers' layouts first (each record's shot table,
+    DomainSum Table 2, then each benchmark's declared layouts, :mod:`.paper_layouts`), each
+    benchmark's paper-vs-run table after its zero- vs few-shot table (or at its benchmark's
+    end), the change-amplitude tables of ``folders`` (CCSBench Figure 4) last, and each
+    benchmark's citation under its first table."""
     benchmarks = builder.runs.benchmarks()
-    first = domainsum_table2(builder) if "domainsum" in benchmarks else []
-    out = list(first) + [t for b in benchmarks for t in paper_layouts(builder, b)] + list(tables)
+    records = [ALL_RECORDS[b] for b in benchmarks if b in ALL_RECORDS]
+    out = ([t for r in records for t in shot_tables(builder, r)]
+           + [t for r in records for t in paper_layouts(builder, r)] + list(tables))
     for benchmark in benchmarks:
         extra = paper_vs_run(builder, benchmark)
         if extra is None:
@@ -306,7 +322,7 @@ def paper_tables(builder: Builder, tables: Sequence[Table], folders: Sequence[st
         names = [t.name for t in out]
         anchor = next((n for n in (f"{benchmark}_settings", f"{benchmark}_scores") if n in names), None)
         out.insert(names.index(anchor) + 1 if anchor else len(out), extra)
-    return cite(out + ccsbench_figure4(folders), benchmarks)
+    return cite(out + amplitude_tables(folders), benchmarks)
 
 
 def cite(tables: list[Table], benchmarks: Sequence[str]) -> list[Table]:
@@ -320,5 +336,5 @@ def cite(tables: list[Table], benchmarks: Sequence[str]) -> list[Table]:
     return tables
 
 
-__all__ = ["DOMAIN_NAMES", "TABLE2_KEYS", "TERMS", "ccsbench_figure4", "cite", "terms",
-           "domainsum_table2", "paper_tables", "paper_vs_run"]
+__all__ = ["TERMS", "amplitude_tables", "cite", "paper_tables", "paper_vs_run", "shot_tables", "table2_caption",
+           "terms"]

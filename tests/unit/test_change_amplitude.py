@@ -10,7 +10,7 @@ import pytest
 
 from lm_eval_tasks.analysis.amplitude import amplitude, control_ability, figure4
 from lm_eval_tasks.analysis.change_amplitude import STUDY_FILE
-from lm_eval_tasks.report.paper_tables import ccsbench_figure4, terms
+from lm_eval_tasks.report.paper_tables import amplitude_tables, terms
 
 
 def docs(pcc, mad, sr, fkgl, focus=None):
@@ -89,7 +89,7 @@ def test_report_renders_figure4_with_nulls(tmp_path):
     (tmp_path / STUDY_FILE).write_text(json.dumps(
         {"n": 4, "seed": 42, "task": "ccsbench_compositional", "figure4": fig, "undefined": fig["undefined"],
          "undefined_cells": fig["undefined_cells"]}))
-    (table,) = ccsbench_figure4([str(tmp_path), str(tmp_path / "elsewhere")])
+    (table,) = amplitude_tables([str(tmp_path), str(tmp_path / "elsewhere")])
     assert table.name == "ccsbench_figure4"
     assert table.header[0] == "Changed attribute" and table.header[1].startswith("length: ")
     assert table.rows == [["readability", f"{1 - 3.5 / math.sqrt(13.75):.3f}", "null", "0.000", "2.000", "1.000"]]
@@ -103,4 +103,4 @@ def test_report_refuses_a_broken_amplitude_file(tmp_path):
 
     (tmp_path / STUDY_FILE).write_text('{"n": 2}')
     with pytest.raises(ResultsError, match="not a change-amplitude result"):
-        ccsbench_figure4([str(tmp_path)])
+        amplitude_tables([str(tmp_path)])

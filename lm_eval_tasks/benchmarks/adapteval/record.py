@@ -9,11 +9,29 @@ coherence, fluency) and Facet-aware Metric variants.
 from __future__ import annotations
 
 from custom_metrics.setting import Setting, as_float, as_int, words_or_map
+from lm_eval_tasks.benchmarks.layout import Column, Layout, ReportPieces
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 from lm_eval_tasks.data.records import HubSource
 
+NAME = "adapteval"
+
+
+def _adapteval_columns() -> tuple[Column, ...]:
+    """AdaptEval Table 3's columns: BERTScore, DVO and ROUGE per domain, in the paper's order."""
+    domains = (("Medical", "pubmed"), ("Science", "arxiv"), ("Government", "govreport"))
+    keys = (("BERTScore", "bertscore_f1", 3), ("DVO", "dvo", 2), ("ROUGE", "rouge_geo", 2))
+    return tuple(Column(f"{d} {m}", key, subset, digits) for d, subset in domains for m, key, digits in keys)
+
+
+def _adapteval_judge_columns() -> tuple[Column, ...]:
+    """AdaptEval Table 5's columns: each judge rating per domain, in the paper's order."""
+    domains = (("arXiv", "arxiv"), ("PubMed", "pubmed"), ("GovReport", "govreport"))
+    keys = (("DA", "domain_adaptation"), ("Coherence", "coherence"), ("Fluency", "fluency"))
+    return tuple(Column(f"{m} {d}", key, subset) for m, key in keys for d, subset in domains)
+
+
 RECORD = Benchmark(
-    name="adapteval",
+    name=NAME,
     title="AdaptEval",
     citation="AdaptEval (Afzal et al., 2024)",
     # 3.0: Table 7/8 prompts by default
@@ -54,4 +72,11 @@ RECORD = Benchmark(
                 "prediction files).", "data", choices=("paper", "release"), system="prompt",
                 used="prompt_variant_used"),
     ),
+    report=ReportPieces(layouts=(
+        Layout(NAME, "Table 3", f"{NAME}_table3",
+               "AdaptEval Table 3 layout: BERTScore, DVO and ROUGE per domain and setting", _adapteval_columns()),
+        Layout(NAME, "Table 5", f"{NAME}_table5",
+               "AdaptEval Table 5 layout: judge ratings (Domain Adaptation, coherence, fluency) per domain",
+               _adapteval_judge_columns(), variants=("judged",)),
+    )),
 )

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT_UNTIL
 from custom_metrics.setting import Setting, json_or_str
+from lm_eval_tasks.benchmarks.layout import Column, Layout, ReportPieces
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 
+NAME = "ccsbench"
 #: the attributes a compositional summary controls at once
 CONTROLS = ("length", "keywords", "readability", "focus")
+#: CCSBench Tables 4 and 7's columns (the text drops the Δ heading; see ccsbench.json)
+_CCS = (("Quality ROUGE-L", "rougeL"), ("Length PCC", "length_pcc"), ("Length MAD", "length_mad"),
+        ("Keywords SR", "keyword_sr"), ("Readability Fnormal", "fkgl_normal"), ("Readability Fhigh", "fkgl_high"),
+        ("Readability Δ", "delta_fkgl"), ("Focus F1", "focus_macro_f1"))
 
 RECORD = Benchmark(
-    name="ccsbench",
+    name=NAME,
     title="CCSBench",
     citation="CCSBench (Ding et al., 2024)",
     # 3.0: Appendix C prompts, C.3 focus judge, CMUdict syllables
@@ -43,5 +49,19 @@ RECORD = Benchmark(
         Setting("ccs_prompt_file", "DOMSUM_CCS_PROMPT_FILE", str, None,
                 "CCSBench: JSON file replacing the built-in prompt texts.", "data", before="adapteval_prompt_variant",
                 system="prompt"),
+    ),
+    report=ReportPieces(
+        layouts=(
+            Layout(NAME, "Table 4", f"{NAME}_table4",
+                   "CCSBench Table 4 layout: compositional control (quality, explicit and implicit attributes)",
+                   tuple(Column(h, k, "compositional") for h, k in _CCS), variants=("", "hard")),
+            Layout(NAME, "Table 5", f"{NAME}_table5",
+                   "CCSBench Table 5 layout: each single-attribute task vs the compositional task",
+                   (Column("Readability", "delta_fkgl", "readability"), Column("Length PCC", "length_pcc", "length"),
+                    Column("Length MAD", "length_mad", "length"), Column("Keywords SR", "keyword_sr", "keywords"),
+                    Column("Focus F1", "focus_macro_f1", "focus")),
+                   kinds=(("Single", None), ("Compositional", "compositional")), variants=("", "hard")),
+        ),
+        amplitude_figure="Figure 4",
     ),
 )
