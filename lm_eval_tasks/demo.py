@@ -78,7 +78,7 @@ def training_pairs(tasks: list[str], data_dir: Path) -> tuple[list[tuple[str, st
         if spec.name in seen:
             continue
         seen.add(spec.name)
-        if not split_exists(spec.benchmark, spec.subset, "train", str(data_dir)):
+        if not split_exists(spec.benchmark, spec.subset, "train", str(data_dir), hub=spec.hub_source):
             missing.append(spec.name)
             continue
         records = task_examples(spec, "train", meta, shots=0)[:TRAIN_PER_SUBSET]

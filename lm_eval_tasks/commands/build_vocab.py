@@ -1,7 +1,7 @@
 """``domsum build-vocab``: the domain vocabulary (for DVO) of a task's training documents.
 
-Flags -> :func:`lm_eval_tasks.data.vocab.targets` (which domains) ->
-:func:`lm_eval_tasks.data.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
+Flags -> :func:`lm_eval_tasks.preparation.vocab.targets` (which domains) ->
+:func:`lm_eval_tasks.preparation.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
 (a user domain's ``VOCAB_DIR/own/<subset>-<digest>.tsv``, keyed by its train file) where the
 tasks look for it; see ``docs/benchmarks/adapteval.md`` and ``docs/settings.md``.
 """
@@ -14,7 +14,7 @@ import sys
 from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE
 from lm_eval_tasks import catalog
 from lm_eval_tasks.data.loader import DataError
-from lm_eval_tasks.data.vocab import TargetError, build_all, targets
+from lm_eval_tasks.preparation.vocab import TargetError, build_all, targets
 
 
 def _parser() -> argparse.ArgumentParser:

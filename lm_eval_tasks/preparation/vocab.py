@@ -18,6 +18,7 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, write_vocabulary
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.sources import hub_source
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
 from lm_eval_tasks.data.user_files import data_fingerprint, domain_vocabulary_path
 from lm_eval_tasks.settings import resolve
@@ -76,7 +77,7 @@ def _texts(benchmark: str, subset: str, split: str, data_dir: str | None, field:
            limit: int | None) -> Iterator[str]:
     task = f"{benchmark}/{subset}"
     for i, rec in enumerate(iter_split(benchmark, subset, split, data_dir, task=task,
-                                       required=(field,))):
+                                       required=(field,), hub=hub_source(benchmark, subset))):
         if limit is not None and i >= limit:
             return
         yield rec[field]
