@@ -23,10 +23,11 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from custom_metrics.progress import ENV as PROGRESS_ENV
 from lm_eval_tasks import catalog, include_path
+from lm_eval_tasks.benchmarks.suite import DEMO_TASKS
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 from lm_eval_tasks.settings import resolve, source_of
 
-DEFAULT_TASKS = "domainsum_genre,domainsum_genre_2shot"
+DEFAULT_TASKS = ",".join(DEMO_TASKS)
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
 #: the demo model's shape and training; the cached model is rebuilt when any value changes.

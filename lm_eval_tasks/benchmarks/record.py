@@ -92,6 +92,9 @@ class Benchmark:
     #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
     #: collected by :mod:`lm_eval_tasks.settings`
     settings: tuple[Setting, ...] = ()
+    #: the paper's fine-tuning settings, by method (``lora``, ``prefix``, ``full``): the values
+    #: ``python -m finetune --preset <benchmark>`` starts from (collected by :mod:`finetune.presets`)
+    finetune_preset: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: the authors' release that ``domsum prepare-data --release`` converts (the package's
     #: ``BENCHMARK`` holds it), None: the benchmark has none
     release: Release | None = field(default=None, compare=False, repr=False)

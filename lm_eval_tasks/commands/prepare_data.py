@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="domsum prepare-data", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--release", type=Path, help="folder of the DomainSum release JSON files")
+    src.add_argument("--release", type=Path, help=f"folder of the {DOMAIN_STUDY.title} release JSON files")
     src.add_argument("--hub", action="store_true", help="download from the Hugging Face hub")
     ap.add_argument("--out", type=Path, required=True, help="mirror root (use as data_dir)")
     ap.add_argument("--benchmark", default=DOMAIN_STUDY.name, choices=catalog.BENCHMARKS)

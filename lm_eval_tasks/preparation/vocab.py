@@ -19,6 +19,7 @@ from custom_metrics.errors import SuiteError
 from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, write_vocabulary
 from lm_eval_tasks import catalog
 from lm_eval_tasks.benchmarks.sources import hub_source
+from lm_eval_tasks.benchmarks.suite import ADAPTATION_STUDY
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
 from lm_eval_tasks.data.user_files import data_fingerprint, domain_vocabulary_path
 from lm_eval_tasks.settings import resolve
@@ -40,7 +41,7 @@ def targets(tasks: Sequence[str], benchmark: str | None, subsets: Sequence[str],
         except catalog.UnknownTask as exc:
             raise TargetError(str(exc)) from None
     if every:
-        bench = benchmark or "adapteval"
+        bench = benchmark or ADAPTATION_STUDY.name
         found += [(bench, d) for d in catalog.subsets(bench)]
     names = [s.strip() for item in subsets for s in item.split(",") if s.strip()]
     if names:
