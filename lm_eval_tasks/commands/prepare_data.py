@@ -32,8 +32,8 @@ from pathlib import Path
 
 from custom_metrics.progress import is_enabled
 from lm_eval_tasks import catalog
-from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.benchmarks.suite import DOMAIN_STUDY
+from lm_eval_tasks.data.loader import DataError
 from lm_eval_tasks.preparation.mirror import prepare_mirror
 
 
@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--hub", action="store_true", help="download from the Hugging Face hub")
     ap.add_argument("--out", type=Path, required=True, help="mirror root (use as data_dir)")
     ap.add_argument("--benchmark", default=DOMAIN_STUDY.name, choices=catalog.BENCHMARKS)
-    ap.add_argument("--level", choices=sorted(DOMAIN_STUDY.levels), help=f"{DOMAIN_STUDY.title} level (hub: genre only)")
+    ap.add_argument("--level", choices=sorted(DOMAIN_STUDY.levels),
+                    help=f"{DOMAIN_STUDY.title} level (hub: genre only)")
     ap.add_argument("--subsets", "--subset", dest="subsets", help="comma-separated subsets, e.g. arxiv,pubmed")
     ap.add_argument("--splits", default="train,validation,test")
     ap.add_argument("--topic-order", default=",".join(catalog.record(DOMAIN_STUDY.name).release.topic_order),

@@ -66,10 +66,9 @@ def split_source(benchmark: str, subset: str, split: str, data_dir: str | os.Pat
     root = resolve_data_dir(data_dir)
     if root is not None:
         return str(mirror_path(root, benchmark, subset, split))
-    src = hub
-    if src is None:
+    if hub is None:
         return "no source"
-    return f"hub {hub_path or src.path}{f' ({src.name})' if src.name else ''}, split {src.splits.get(split, split)}"
+    return f"hub {hub_path or hub.path}{f' ({hub.name})' if hub.name else ''}, split {hub.splits.get(split, split)}"
 
 
 def iter_jsonl(

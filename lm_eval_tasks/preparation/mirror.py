@@ -90,10 +90,10 @@ def from_hub(record: Benchmark, subsets: list[str], out: Path, splits: list[str]
             raise DataError(f"{record.name} has no subset {subset!r}; the catalogue lists {', '.join(known)}")
         hub = record.hub_sources.get(subset)
         if hub is None:
-            raise DataError(
-                f"{record.name}/{subset} cannot be built from the hub: use the authors' release "
-                "(--release DIR) or Newsroom's manual download"
-            )
+            how = ("convert the authors' release (--release DIR)" if record.release is not None
+                   else f"write its splits into the mirror as {out / record.name / subset}/<split>.jsonl")
+            raise DataError(f"{record.name}/{subset} cannot be built from the hub (its record declares no "
+                            f"hub source): {how}")
         for split in splits:
             planned[out / record.name / subset / f"{split}.jsonl"] = load_split(record.name, subset, split,
                                                                                  data_dir=None, hub=hub)
