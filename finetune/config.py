@@ -1,8 +1,8 @@
 """The resolved configuration of one fine-tuning run.
 
 Precedence, lowest first: the defaults below < the preset's values for the method
-(``finetune/presets.py``) < a YAML file (``--config``: a flat mapping of these field
-names; ``-`` and ``_`` are interchangeable) < command-line flags (including
+(``finetune/presets.py``, collected from the benchmark records) < a YAML file (``--config``:
+a flat mapping of these field names; ``-`` and ``_`` are interchangeable) < command-line flags (including
 ``--set key=value`` for any field). The resolved values go into the run card.
 """
 

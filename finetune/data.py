@@ -109,7 +109,7 @@ def check_task(task: str, split: str, metadata: dict) -> None:
     benchmark, domain = spec.benchmark, spec.subset
     data_dir = resolve(metadata, "data_dir")
     root = resolve_data_dir(data_dir)
-    if not split_exists(benchmark, domain, split, data_dir):
+    if not split_exists(benchmark, domain, split, data_dir, hub=spec.hub_source):
         where = (f"expected {mirror_path(root, benchmark, domain, split)}" if root is not None else
                  f"no data_dir mirror is set (metadata data_dir, --data-dir or $DOMSUM_DATA_DIR) and "
                  f"{benchmark}/{domain} has no hub source")
@@ -123,7 +123,7 @@ def check_task(task: str, split: str, metadata: dict) -> None:
 def has_split(task: str, split: str, metadata: dict) -> bool:
     """Whether the task's benchmark/subset has ``split`` (in the mirror, or a hub source)."""
     spec = task_spec(task)
-    return split_exists(spec.benchmark, spec.subset, split, resolve(metadata, "data_dir"))
+    return split_exists(spec.benchmark, spec.subset, split, resolve(metadata, "data_dir"), hub=spec.hub_source)
 
 
 def task_records(task: str, split: str, metadata: dict) -> list[dict]:

@@ -305,7 +305,7 @@ def load_task(task: str | TaskSpec, split: str = "test", metadata: dict | None =
         from lm_eval_tasks.data.loader import split_source
 
         report = {**report, "data_source": split_source(spec.benchmark, spec.subset, split,
-                                                        (metadata or {}).get("data_dir"))}
+                                                        (metadata or {}).get("data_dir"), hub=spec.hub_source)}
     from lm_eval_tasks.benchmarks import drop_empty
 
     kept, empty = drop_empty(docs)

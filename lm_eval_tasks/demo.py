@@ -23,10 +23,11 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from custom_metrics.progress import ENV as PROGRESS_ENV
 from lm_eval_tasks import catalog, include_path
+from lm_eval_tasks.benchmarks.suite import DEMO_TASKS
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 from lm_eval_tasks.settings import resolve, source_of
 
-DEFAULT_TASKS = "domainsum_genre,domainsum_genre_2shot"
+DEFAULT_TASKS = ",".join(DEMO_TASKS)
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
 #: the demo model's shape and training; the cached model is rebuilt when any value changes.
@@ -78,7 +79,7 @@ def training_pairs(tasks: list[str], data_dir: Path) -> tuple[list[tuple[str, st
         if spec.name in seen:
             continue
         seen.add(spec.name)
-        if not split_exists(spec.benchmark, spec.subset, "train", str(data_dir)):
+        if not split_exists(spec.benchmark, spec.subset, "train", str(data_dir), hub=spec.hub_source):
             missing.append(spec.name)
             continue
         records = task_examples(spec, "train", meta, shots=0)[:TRAIN_PER_SUBSET]

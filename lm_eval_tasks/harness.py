@@ -239,7 +239,7 @@ class SuiteTask(ConfigurableTask):
             return
         model_cache.hold(self, registry.family_models(self._scoring.ctx))  # kept until this task is scored
         if self.spec.source is not None and (vocabulary := self._scoring.needing("vocabulary")):
-            from lm_eval_tasks.data.vocab import ensure_vocabulary
+            from lm_eval_tasks.preparation.vocab import ensure_vocabulary
 
             try:
                 self._described["user_vocabulary"] = ensure_vocabulary(self.spec, self.meta)

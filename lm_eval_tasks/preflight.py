@@ -6,7 +6,7 @@ the model had loaded (minutes for an 8B model), and then as a 20-line traceback.
 the requested names are looked up in the suite's catalogue, the user's task folders
 and, only when a name needs them, the harness's own tasks; every suite or user task's
 data is checked, and a harness task's hub dataset is looked up in the local cache
-offline, or the hub probed (:mod:`lm_eval_tasks.data.check`). Each problem is one line.
+offline, or the hub probed (:mod:`lm_eval_tasks.preparation.check`). Each problem is one line.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def check(request: Request, folders: Sequence[str]) -> bool:
     """Whether the harness's own task index is needed; :class:`PreflightError` for a name
     found nowhere or data that cannot be read."""
     from lm_eval_tasks import catalog
-    from lm_eval_tasks.data.check import data_problems, harness_data_problem
+    from lm_eval_tasks.preparation.check import data_problems, harness_data_problem
     from lm_eval_tasks.catalog import register_folders
     from lm_eval_tasks.harness import harness_task_configs, needs_harness_tasks
 

@@ -48,6 +48,7 @@ from custom_metrics.cells import write_csv
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
 from lm_eval_tasks.analysis.amplitude import ATTRIBUTES, FLIP_KEY, control_ability, figure4
+from lm_eval_tasks.benchmarks.suite import CONTROL_STUDY
 from lm_eval_tasks.data.loader import seeded_sample
 from lm_eval_tasks.results import Sample, read_samples, samples_name, task_from_samples_name
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
@@ -119,7 +120,7 @@ def to_row(rec: dict) -> dict:
 
 def write_mirror(root: Path, subset: str, test: list[dict], train: list[dict]) -> None:
     """A CCSBench mirror of ``subset``: ``test``, ``train`` and a one-row validation split."""
-    d = root / "ccsbench" / subset
+    d = root / CONTROL_STUDY.name / subset
     d.mkdir(parents=True, exist_ok=True)
     for split, recs in (("test", test), ("train", train), ("validation", test[:1])):
         with open(d / f"{split}.jsonl", "w", encoding="utf-8") as fh:
@@ -196,7 +197,7 @@ def run_change_amplitude(out: Path, *, model: str, model_args: str, subset: str,
         key = {"length": "length_bin"}.get(a, a)
         if any(r[key] in (-1, "", "[]") for r in test):
             raise AttributeNotSet(f"attribute {a!r} is not set on every sampled row of {subset!r}")
-    task = catalog.select("ccsbench", shots=shots, variant="", subsets=(subset,))[0].name
+    task = catalog.select(CONTROL_STUDY.name, shots=shots, variant="", subsets=(subset,))[0].name
     run_meta = {k: v for k, v in metadata.items() if k not in ("data_dir", FLIP_KEY)}
     spec = resolve_prompt_spec(metadata, "change_amplitude")
 

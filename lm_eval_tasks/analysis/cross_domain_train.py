@@ -67,6 +67,7 @@ from typing import Any
 
 from custom_metrics.errors import SuiteError
 from lm_eval_tasks import catalog, include_path
+from lm_eval_tasks.benchmarks.suite import DOMAIN_STUDY
 from lm_eval_tasks.runtime import HARNESS_CLI, subprocess_env
 
 SCHEMA = "domsum-cross-domain/1"
@@ -82,7 +83,7 @@ class TrainPlan:
 
     base: str
     out: str
-    benchmark: str = "domainsum"
+    benchmark: str = DOMAIN_STUDY.name
     level: str | None = None
     method: str = "lora"
     preset: str | None = None
@@ -182,7 +183,7 @@ def run_cross_domain_train(plan: TrainPlan) -> dict:
     ``OUT/cross_domain.json`` after every row)."""
     a = plan
     lv = levels(a.benchmark)
-    level = a.level or ("all" if a.benchmark == "adapteval" else None)
+    level = a.level or (next(iter(lv)) if len(lv) == 1 else None)  # a benchmark without levels has one
     if level not in lv:
         raise CrossDomainTrainError(f"cross_domain_train: --level must be one of {', '.join(lv)} for {a.benchmark}")
     sources = pick(lv[level], a.sources, "sources")

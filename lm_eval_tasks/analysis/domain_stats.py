@@ -147,7 +147,7 @@ def level_of(benchmark: str, subset: str) -> str:
 def load_pairs(benchmark: str, subset: str, splits: Sequence[str], data_dir,
                max_docs: int | None) -> tuple[list[str], list[str]]:
     """Documents and summaries of ``splits`` (pooled, in order), at most ``max_docs`` pairs."""
-    from lm_eval_tasks.data.loader import load_split
+    from lm_eval_tasks.benchmarks.sources import load_split
 
     docs: list[str] = []
     sums: list[str] = []

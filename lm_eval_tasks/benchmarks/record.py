@@ -53,6 +53,17 @@ class Convention:
 
 
 @dataclass(frozen=True)
+class Release:
+    """The authors' release of a benchmark's splits, which ``domsum prepare-data --release``
+    converts into the mirror: its reader and the order its numbered topic files follow."""
+
+    #: ``(folder, topic_order) -> {(subset, split): records}``: every file read and checked, none written
+    read: Callable[[Any, tuple[str, ...]], dict[tuple[str, str], list[dict]]]
+    #: the subsets the release numbers ``topic1``, ``topic2``, ... (``--topic-order``'s default)
+    topic_order: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """Every fact of one benchmark.
 
@@ -85,6 +96,12 @@ class Benchmark:
     #: the report's pieces the benchmark declares (its papers' table layouts, published
     #: tables and figures the report rebuilds), read by the report instead of a name
     report: ReportPieces = field(default_factory=ReportPieces)
+    #: the paper's fine-tuning settings, by method (``lora``, ``prefix``, ``full``): the values
+    #: ``python -m finetune --preset <benchmark>`` starts from (collected by :mod:`finetune.presets`)
+    finetune_preset: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the authors' release that ``domsum prepare-data --release`` converts (the package's
+    #: ``BENCHMARK`` holds it), None: the benchmark has none
+    release: Release | None = field(default=None, compare=False, repr=False)
     #: ``(spec, shots, metadata, split) -> (records, load facts)``: the split's records of the
     #: task ``spec`` with their ``prompt`` and ``summary``
     build_docs: Callable[..., tuple[list[dict], dict]] | None = field(default=None, compare=False, repr=False)
@@ -146,7 +163,7 @@ class TaskSpec:
     @property
     def hub_source(self):
         """The hub dataset this subset comes from, or None (mirror only)."""
-        return self.record.hub_sources.get(self.subset)
+        return self.record.hub_sources.get(self.subset) if self.record is not None else None
 
     @property
     def paper(self) -> str:
@@ -171,4 +188,4 @@ def subset_docs(behaviour: Callable[[], Callable[..., tuple[list[dict], dict]]])
     return build_docs
 
 
-__all__ = ["Benchmark", "Convention", "TaskSpec", "Variant", "subset_docs", "task_name"]
+__all__ = ["Benchmark", "Convention", "Release", "TaskSpec", "Variant", "subset_docs", "task_name"]

@@ -22,4 +22,16 @@ RECORDS: dict[str, Benchmark] = {r.name: r for r in (DOMAINSUM, ADAPTEVAL, CCSBE
 #: the suite's records and the user's, in the order reports list them
 ALL_RECORDS: dict[str, Benchmark] = {**RECORDS, USER.name: USER}
 
-__all__ = ["ALL_RECORDS", "RECORDS", "USER"]
+# The roles a benchmark plays where a command or a module needs one by default, held as
+# references: a consumer outside this package says ``DOMAIN_STUDY.name``, never the name.
+#: the study of domain shift across levels: what ``prepare-data``, ``cross-domain-train``
+#: and the demo default to
+DOMAIN_STUDY = DOMAINSUM
+#: the study of domain adaptation, whose domain vocabularies DVO reads (``build-vocab --all``)
+ADAPTATION_STUDY = ADAPTEVAL
+#: the study of controllable summarization (``change-amplitude``)
+CONTROL_STUDY = CCSBENCH
+#: the groups the demo evaluates: the domain study's genre level, zero- and two-shot
+DEMO_TASKS = ("domainsum_genre", "domainsum_genre_2shot")
+
+__all__ = ["ADAPTATION_STUDY", "ALL_RECORDS", "CONTROL_STUDY", "DEMO_TASKS", "DOMAIN_STUDY", "RECORDS", "USER"]

@@ -1,7 +1,7 @@
 """``domsum build-vocab``: the domain vocabulary (for DVO) of a task's training documents.
 
-Flags -> :func:`lm_eval_tasks.data.vocab.targets` (which domains) ->
-:func:`lm_eval_tasks.data.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
+Flags -> :func:`lm_eval_tasks.preparation.vocab.targets` (which domains) ->
+:func:`lm_eval_tasks.preparation.vocab.build_all`, which writes ``VOCAB_DIR/<benchmark>/<subset>.tsv``
 (a user domain's ``VOCAB_DIR/own/<subset>-<digest>.tsv``, keyed by its train file) where the
 tasks look for it; see ``docs/benchmarks/adapteval.md`` and ``docs/settings.md``.
 """
@@ -13,8 +13,10 @@ import sys
 
 from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.record import task_name
+from lm_eval_tasks.benchmarks.suite import ADAPTATION_STUDY
 from lm_eval_tasks.data.loader import DataError
-from lm_eval_tasks.data.vocab import TargetError, build_all, targets
+from lm_eval_tasks.preparation.vocab import TargetError, build_all, targets
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,15 +26,17 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     which = p.add_argument_group("which domain(s)")
+    study = ADAPTATION_STUDY
+    example = study.subsets[1]  # the domain every example of the help names
     which.add_argument("--task", action="append", default=[],
-                       help="suite task, e.g. adapteval_pubmed (its benchmark and subset; "
-                            "adapteval_pubmed_2shot means the same domain); repeatable")
+                       help=f"suite task, e.g. {task_name(study.name, example, 0, '')} (its benchmark and subset; "
+                            f"{task_name(study.name, example, 2, '')} means the same domain); repeatable")
     which.add_argument("--benchmark", choices=catalog.BENCHMARKS,
-                       help="benchmark, e.g. adapteval (with --subsets, or --all)")
+                       help=f"benchmark, e.g. {study.name} (with --subsets, or --all)")
     which.add_argument("--subsets", "--subset", dest="subsets", action="append", default=[],
                        help="domain(s), e.g. pubmed or arxiv,pubmed; repeatable")
     which.add_argument("--all", action="store_true",
-                       help="every subset of --benchmark (default: adapteval's arxiv, pubmed, govreport)")
+                       help=f"every subset of --benchmark (default: {study.name}'s {', '.join(study.subsets)})")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir",
                    help="local mirror root (default: $DOMSUM_DATA_DIR, else the hub)")
     p.add_argument("--vocab-dir", help="output root (default: $DOMSUM_VOCAB_DIR, else ~/.cache/domsum/vocab)")

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from custom_metrics.outputs import claimed_folder
-from lm_eval_tasks import catalog
 from lm_eval_tasks.analysis.amplitude import ATTRIBUTES
 from lm_eval_tasks.analysis.change_amplitude import PAPER_N, AttributeNotSet, HarnessRunError, run_change_amplitude
+from lm_eval_tasks.benchmarks.suite import CONTROL_STUDY
 from lm_eval_tasks.commands import parse_metadata, with_flags
 from lm_eval_tasks.settings import judge_config
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", "--data_dir", dest="data_dir",
                     help="mirror root (else $DOMSUM_DATA_DIR, else the hub)")
     ap.add_argument("--subsets", "--subset", dest="subset", default="compositional",
-                    choices=catalog.CCSBENCH_SUBSETS, help="the CCSBench subset (one)")
+                    choices=CONTROL_STUDY.subsets, help=f"the {CONTROL_STUDY.title} subset (one)")
     ap.add_argument("--attributes", default=",".join(ATTRIBUTES), help=f"controls to flip, comma list (default all: {','.join(ATTRIBUTES)})")
     ap.add_argument("--n", type=int, default=PAPER_N, help=f"test rows sampled (seeded; default {PAPER_N}, the paper's, all where the split holds fewer): the harness generates for them once plus once per attribute ({PAPER_N} x 5 = {PAPER_N * 5:,} generations for the four attributes); --n 50 for a quick look")
     ap.add_argument("--seed", type=int, default=42, help="seed of the row sample (default 42)")

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 
 from lm_eval_tasks.analysis.cross_domain_train import CrossDomainTrainError, TrainPlan, run_cross_domain_train
+from lm_eval_tasks.benchmarks.suite import ADAPTATION_STUDY, DOMAIN_STUDY
 from lm_eval_tasks.commands import parse_metadata
 
 
@@ -21,8 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="domsum cross-domain-train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="See lm_eval_tasks.analysis.cross_domain_train for the output layout.")
-    p.add_argument("--benchmark", default="domainsum", help="domainsum (default) or adapteval")
-    p.add_argument("--level", default=None, help="domainsum: genre, style or topic; adapteval: all")
+    domain, adaptation = DOMAIN_STUDY.name, ADAPTATION_STUDY.name
+    *first, last = DOMAIN_STUDY.levels
+    p.add_argument("--benchmark", default=domain, help=f"{domain} (default) or {adaptation}")
+    p.add_argument("--level", default=None, help=f"{domain}: {', '.join(first)} or {last}; {adaptation}: all")
     p.add_argument("--base", required=True)
     p.add_argument("--method", default="lora")
     p.add_argument("--preset", default=None, help="default: the benchmark's own preset")

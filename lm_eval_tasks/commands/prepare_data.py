@@ -21,7 +21,7 @@ Examples::
     domsum prepare-data --hub --benchmark adapteval --subsets arxiv,pubmed --out ~/domsum_data
 
 Domains and levels come from the task catalogue (:mod:`lm_eval_tasks.catalog`); the
-conversion and download are :mod:`lm_eval_tasks.data.mirror`.
+conversion and download are :mod:`lm_eval_tasks.preparation.mirror`.
 """
 
 from __future__ import annotations
@@ -32,22 +32,24 @@ from pathlib import Path
 
 from custom_metrics.progress import is_enabled
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.suite import DOMAIN_STUDY
 from lm_eval_tasks.data.loader import DataError
-from lm_eval_tasks.data.mirror import DEFAULT_TOPIC_ORDER, prepare_mirror
+from lm_eval_tasks.preparation.mirror import prepare_mirror
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="domsum prepare-data", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--release", type=Path, help="folder of the DomainSum release JSON files")
+    src.add_argument("--release", type=Path, help=f"folder of the {DOMAIN_STUDY.title} release JSON files")
     src.add_argument("--hub", action="store_true", help="download from the Hugging Face hub")
     ap.add_argument("--out", type=Path, required=True, help="mirror root (use as data_dir)")
-    ap.add_argument("--benchmark", default="domainsum", choices=catalog.BENCHMARKS)
-    ap.add_argument("--level", choices=sorted(catalog.DOMAINSUM_LEVELS), help="DomainSum level (hub: genre only)")
+    ap.add_argument("--benchmark", default=DOMAIN_STUDY.name, choices=catalog.BENCHMARKS)
+    ap.add_argument("--level", choices=sorted(DOMAIN_STUDY.levels),
+                    help=f"{DOMAIN_STUDY.title} level (hub: genre only)")
     ap.add_argument("--subsets", "--subset", dest="subsets", help="comma-separated subsets, e.g. arxiv,pubmed")
     ap.add_argument("--splits", default="train,validation,test")
-    ap.add_argument("--topic-order", default=",".join(DEFAULT_TOPIC_ORDER),
+    ap.add_argument("--topic-order", default=",".join(catalog.record(DOMAIN_STUDY.name).release.topic_order),
                     help="names for topic1..topic5 of the release")
     ap.add_argument("--no-progress", action="store_true", help="no download bars (stderr) with --hub")
     ap.add_argument("--overwrite", action="store_true",
@@ -55,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         lines = prepare_mirror(
-            args.out, release=args.release, topic_order=tuple(args.topic_order.split(",")),
-            benchmark=args.benchmark, level=args.level,
+            args.out, args.benchmark, release=args.release, topic_order=tuple(args.topic_order.split(",")),
+            level=args.level,
             subsets=args.subsets.split(",") if args.subsets else None, splits=args.splits.split(","),
             overwrite=args.overwrite, progress=is_enabled(False if args.no_progress else None))
     except (DataError, catalog.UnknownTask) as exc:

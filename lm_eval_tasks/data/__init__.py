@@ -1,7 +1,10 @@
-"""Data of the suite: the mirror and hub loader with its sampling (:mod:`.loader`), building
-the mirror from the release or the hub (:mod:`.mirror`) and the domain vocabularies DVO
-reads (:mod:`.vocab`).
+"""Data of the suite: the mirror and hub loader with its sampling (:mod:`.loader`), the
+record checks and hub sources (:mod:`.records`), the hub's reachability (:mod:`.hub`) and
+a user domain's own files (:mod:`.user_files`).
 
-Nothing in this package imports ``lm_eval``: fine-tuning and the analysis commands load
-the same records as the harness tasks without loading the harness.
+The package is handed its sources (a task's hub source, a user domain's files) and imports
+neither the catalogue nor the benchmarks, which both import it; building the mirror and
+the vocabularies over the catalogue's tasks is :mod:`lm_eval_tasks.preparation`. Nothing in
+this package imports ``lm_eval``: fine-tuning and the analysis commands load the same
+records as the harness tasks without loading the harness.
 """

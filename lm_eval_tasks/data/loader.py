@@ -9,8 +9,12 @@ Sources, in order:
    '{"data_dir": "DIR"}'``) or the environment variable ``DOMSUM_DATA_DIR`` is set:
    ``DIR/<benchmark>/<subset>/<split>.jsonl``, one JSON object per line with at least
    ``document`` and ``summary``;
-2. otherwise the Hugging Face hub, through the :data:`HUB_SOURCES` registry (the
-   source each paper used), with the paper's seeded sampling.
+2. otherwise the Hugging Face hub: the :class:`~lm_eval_tasks.data.records.HubSource` the
+   caller hands in (``hub``: the source each paper used, a fact of its benchmark's record),
+   with the paper's seeded sampling.
+
+Why handed in, not looked up: the loader serves the suite's benchmarks and the user's
+domains alike and knows none of them by name; the caller holds the task's record.
 
 Errors name the task, the file, the line and the field, and say how to prepare the
 missing data.
@@ -25,7 +29,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lm_eval_tasks.benchmarks.suite import RECORDS
 from lm_eval_tasks.data.records import DEFAULT_FIELDS, SPLITS, DataError, HubSource, assign_ids, json_lines, \
     validate_record, where_prefix
 from lm_eval_tasks.data.user_files import checked_lines, iter_records, user_source
@@ -53,7 +56,7 @@ def mirror_path(data_dir: Path, benchmark: str, subset: str, split: str) -> Path
 
 
 def split_source(benchmark: str, subset: str, split: str, data_dir: str | os.PathLike | None = None,
-                 hub_path: str | None = None) -> str:
+                 hub_path: str | None = None, hub: HubSource | None = None) -> str:
     """Where :func:`load_split` reads ``split`` from, in words (the run records it as
     ``data_source``, and the report's provenance shows it): the user's file, the mirror's
     file, or the hub dataset; the same order :func:`load_split` follows."""
@@ -63,10 +66,9 @@ def split_source(benchmark: str, subset: str, split: str, data_dir: str | os.Pat
     root = resolve_data_dir(data_dir)
     if root is not None:
         return str(mirror_path(root, benchmark, subset, split))
-    src = HUB_SOURCES.get((benchmark, subset))
-    if src is None:
+    if hub is None:
         return "no source"
-    return f"hub {hub_path or src.path}{f' ({src.name})' if src.name else ''}, split {src.splits.get(split, split)}"
+    return f"hub {hub_path or hub.path}{f' ({hub.name})' if hub.name else ''}, split {hub.splits.get(split, split)}"
 
 
 def iter_jsonl(
@@ -113,16 +115,9 @@ def sampled_test(records: Sequence[Any], metadata: Any) -> list[Any]:
 # --------------------------------------------------------------------------- hub
 
 
-#: every hub source of the suite's benchmarks, by ``(benchmark, subset)``: read from the
-#: benchmark records (:mod:`lm_eval_tasks.benchmarks`), where each is declared
-HUB_SOURCES: dict[tuple[str, str], HubSource] = {
-    (rec.name, subset): src for rec in RECORDS.values() for subset, src in rec.hub_sources.items()}
-
-
 def _load_hub_split(
-    benchmark: str, subset: str, split: str, task: str | None, hub_path: str | None
+    benchmark: str, subset: str, split: str, task: str | None, hub_path: str | None, src: HubSource | None
 ) -> list[dict]:
-    src = HUB_SOURCES.get((benchmark, subset))
     if src is None:
         raise DataError(
             f"{where_prefix(task)}{benchmark}/{subset} has no hub source: set data_dir "
@@ -186,8 +181,10 @@ def load_split(
     task: str | None = None,
     required: Sequence[str] = DEFAULT_FIELDS,
     hub_path: str | None = None,
+    hub: HubSource | None = None,
 ) -> list[dict]:
-    """All records of one split, validated, from the mirror or the hub.
+    """All records of one split, validated, from the mirror or the hub (``hub``: the
+    subset's hub source, None where it has none; ``hub_path``: another copy of it).
 
     Every record gets ``id`` (``<benchmark>/<subset>/<split>/<index>``) when it has
     none, so logged samples can be traced back to their source line.
@@ -218,7 +215,7 @@ def load_split(
         records = [rec for _, rec in lines]
         places = [where for where, _ in lines]
     else:
-        records = _load_hub_split(benchmark, subset, split, task, hub_path)
+        records = _load_hub_split(benchmark, subset, split, task, hub_path, hub)
         places = [f"{where_prefix(task)}{benchmark}/{subset} {split} split, row {i}" for i in range(len(records))]
     id_field = (source.id_field if source is not None else None) or "id"
     renamed = assign_ids(records, places, f"{benchmark}/{subset}/{split}", editable=editable, field=id_field)
@@ -235,8 +232,9 @@ def iter_split(
     data_dir: str | os.PathLike | None = None,
     task: str | None = None,
     required: Sequence[str] = DEFAULT_FIELDS,
+    hub: HubSource | None = None,
 ) -> Iterator[dict]:
-    """Stream a split (line by line from a mirror; the hub split otherwise)."""
+    """Stream a split (line by line from a mirror; the ``hub`` split otherwise)."""
     source = user_source(benchmark, subset)
     if source is not None:
         yield from (rec for _, rec in iter_records(source, split, task))
@@ -247,15 +245,15 @@ def iter_split(
         if path.is_file():
             yield from iter_jsonl(path, required, task)
             return
-    yield from load_split(benchmark, subset, split, data_dir, task, required)
+    yield from load_split(benchmark, subset, split, data_dir, task, required, hub=hub)
 
 
-def split_exists(benchmark: str, subset: str, split: str, data_dir=None) -> bool:
-    """Whether a mirror split file exists (hub splits are assumed to exist)."""
+def split_exists(benchmark: str, subset: str, split: str, data_dir=None, hub: HubSource | None = None) -> bool:
+    """Whether a mirror split file exists (a ``hub`` source's splits are assumed to exist)."""
     source = user_source(benchmark, subset)
     if source is not None:
         return split in source.splits and (source.format == "hub" or Path(source.splits[split]).is_file())
     root = resolve_data_dir(data_dir)
     if root is None:
-        return (benchmark, subset) in HUB_SOURCES
+        return hub is not None
     return mirror_path(root, benchmark, subset, split).is_file()

@@ -114,7 +114,7 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
 
 def user_vocabulary(task: str | None, selection: dict[str, list[str]], args: Options, benchmark: str) -> dict:
     """A user domain's DVO vocabulary, built from its train split when missing or stale, as a
-    harness run of the task builds it before generating (:func:`lm_eval_tasks.data.vocab.ensure_vocabulary`);
+    harness run of the task builds it before generating (:func:`lm_eval_tasks.preparation.vocab.ensure_vocabulary`);
     what the results record (``user_vocabulary``), or ``{}`` when no chosen family reads a
     domain vocabulary, ``--vocabulary`` names one, or the task is not a user's."""
     needing = [name for name in selection if "vocabulary" in registry.get(name).needs]
@@ -129,7 +129,7 @@ def user_vocabulary(task: str | None, selection: dict[str, list[str]], args: Opt
     if spec.source is None or spec.benchmark != benchmark:
         return {}
     from custom_metrics.errors import SuiteError
-    from lm_eval_tasks.data.vocab import ensure_vocabulary
+    from lm_eval_tasks.preparation.vocab import ensure_vocabulary
 
     try:
         return ensure_vocabulary(spec, args.metadata, progress=settings.resolve(args.metadata, "progress"))

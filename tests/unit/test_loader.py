@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_tasks.data import loader as data
-from lm_eval_tasks.data.loader import DataError, load_split, seeded_sample
+from lm_eval_tasks.benchmarks import sources as data
+from lm_eval_tasks.benchmarks.sources import DataError, load_split
+from lm_eval_tasks.data.loader import seeded_sample
 
 
 def write(path: Path, lines: list[str]) -> Path:

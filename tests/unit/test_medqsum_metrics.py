@@ -164,7 +164,7 @@ def test_prompts_and_few_shot_are_seeded(fixture_data_dir):
 def test_hub_source_strips_doctor_reply(monkeypatch):
     import datasets
 
-    from lm_eval_tasks.data.loader import HUB_SOURCES
+    from lm_eval_tasks.benchmarks.sources import HUB_SOURCES
     from lm_eval_tasks.benchmarks.medqsum.build import load_records
 
     src = HUB_SOURCES[("medqsum", "hcm")]

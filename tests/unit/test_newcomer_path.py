@@ -19,7 +19,7 @@ import pytest
 
 from custom_metrics.families.dvo import VocabularyNotFoundError
 from lm_eval_tasks import sample_data_dir
-from lm_eval_tasks.data import loader
+from lm_eval_tasks.benchmarks import sources as loader
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = "2024-05-01T10-00-00.000001"

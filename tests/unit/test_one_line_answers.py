@@ -53,7 +53,7 @@ def test_a_json_error_inside_a_file_is_not_called_a_cut():
 def test_a_harness_tasks_hub_data_is_checked_before_the_model(tmp_path, monkeypatch):
     """A harness task's hub dataset: offline, looked up in the local cache; online, the hub
     probed (a closed port here); local files and packaged builders are not the hub's."""
-    from lm_eval_tasks.data import check
+    from lm_eval_tasks.preparation import check
 
     tasks = [("t1", {"dataset_path": "domsum-tests/no-such-dataset", "dataset_name": "cfg"}),
              ("t2", {"dataset_path": "domsum-tests/no-such-dataset", "dataset_name": "cfg"}),

@@ -5,7 +5,7 @@ import json
 
 from lm_eval_tasks.data.loader import load_split
 from lm_eval_tasks.commands.prepare_data import main
-from lm_eval_tasks.data.mirror import DEFAULT_TOPIC_ORDER, release_target
+from lm_eval_tasks.benchmarks.domainsum.release import DEFAULT_TOPIC_ORDER, release_target
 
 
 def test_release_names():

@@ -114,7 +114,7 @@ def test_prepare_data_turns_the_hub_bars_off_and_back_on():
     import datasets
     from huggingface_hub.utils import are_progress_bars_disabled
 
-    from lm_eval_tasks.data.mirror import hub_bars
+    from lm_eval_tasks.preparation.mirror import hub_bars
 
     before = (datasets.is_progress_bar_enabled(), are_progress_bars_disabled())
     with hub_bars(False):

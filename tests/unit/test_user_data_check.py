@@ -13,7 +13,7 @@ from lm_eval_tasks import catalog
 from lm_eval_tasks.catalog import load_task
 from lm_eval_tasks.catalog import register_folder
 from lm_eval_tasks.benchmarks.own.folder import NewTask, write_folder
-from lm_eval_tasks.data.check import data_problems
+from lm_eval_tasks.preparation.check import data_problems
 from lm_eval_tasks.data.records import DataError, assign_ids
 
 

@@ -15,7 +15,7 @@ from lm_eval_tasks import catalog
 from lm_eval_tasks.benchmarks import family_options
 from lm_eval_tasks.catalog import register_folder
 from lm_eval_tasks.benchmarks.own.folder import NewTask, write_folder
-from lm_eval_tasks.data.vocab import ensure_vocabulary
+from lm_eval_tasks.preparation.vocab import ensure_vocabulary
 
 
 def _folder(root: Path, words: str) -> Path:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lm_eval_tasks.benchmarks.adapteval.record import RECORD
 from lm_eval_tasks.benchmarks.budget import word_budget
 from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test
 from lm_eval_tasks.benchmarks.prompting import truncate
@@ -141,7 +142,8 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
     """Filtered records of ``split`` with prompts; plus a report of what was removed."""
     data_dir = resolve(metadata, "data_dir")
     hub_path = resolve(metadata, "hub_path")  # another hub copy of the same dataset
-    docs, removed = filter_records(load_split("adapteval", domain, split, data_dir, task, hub_path=hub_path),
+    hub = RECORD.hub_sources.get(domain)
+    docs, removed = filter_records(load_split(RECORD.name, domain, split, data_dir, task, hub_path=hub_path, hub=hub),
                                    domain, metadata, task)
     docs = sampled_test(docs, metadata)
     b = BUDGETS[(domain, shots)]
@@ -155,7 +157,7 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
             d["prompt"] = zero_shot_prompt(d["document"], variant, **budget)
         return docs, facts
     demo_budget = word_budget(metadata, "demo", b["demo_doc"])
-    pool, _ = filter_records(load_split("adapteval", domain, "train", data_dir, task, hub_path=hub_path),
+    pool, _ = filter_records(load_split(RECORD.name, domain, "train", data_dir, task, hub_path=hub_path, hub=hub),
                              domain, metadata, task)
     if len(pool) < shots:
         raise DataError(f"task {task!r}: {len(pool)} usable train records; {shots} demonstrations needed")

@@ -79,4 +79,27 @@ RECORD = Benchmark(
                "AdaptEval Table 5 layout: judge ratings (Domain Adaptation, coherence, fluency) per domain",
                _adapteval_judge_columns(), variants=("judged",)),
     )),
+    # fine-tuning (``python -m finetune --preset adapteval``): the paper's setup, LoRA r=64,
+    # alpha=16, dropout 0.1, paged AdamW (32-bit), beta2 0.999, learning rate 2e-4 with a
+    # constant schedule, 1 epoch, training subsets of 1k / 5k / 10k instances that fit a
+    # 4,096-token window without truncation; batch 4, gradient checkpointing and
+    # ``train_size`` 1000 as the default subset are ours
+    finetune_preset={
+        "lora": {
+            "lora_r": 64,
+            "lora_alpha": 16,
+            "lora_dropout": 0.1,
+            "optim": "paged_adamw_32bit",
+            "adam_beta2": 0.999,
+            "learning_rate": 2e-4,
+            "lr_scheduler": "constant",
+            "epochs": 1.0,
+            "train_size": 1000,
+            "max_length": 4096,
+            "overlong": "drop",
+            "require_full_document": True,
+            "batch_size": 4,
+            "gradient_checkpointing": True,
+        },
+    },
 )

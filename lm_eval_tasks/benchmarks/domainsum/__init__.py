@@ -3,7 +3,8 @@
 Its facts are :mod:`.record`'s (the record: subsets, sources, budgets, families,
 headline keys, settings rows, citation); its behaviour (data, prompts)
 is :mod:`.build`, imported when the hook first runs
-(:func:`~lm_eval_tasks.benchmarks.record.subset_docs` says why).
+(:func:`~lm_eval_tasks.benchmarks.record.subset_docs` says why); the authors' release,
+which ``domsum prepare-data --release`` converts, is read by :mod:`.release`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lm_eval_tasks.benchmarks.domainsum.record import RECORD
+from lm_eval_tasks.benchmarks.domainsum.release import RELEASE
 from lm_eval_tasks.benchmarks.record import subset_docs
 
 
@@ -20,6 +22,6 @@ def _behaviour():
     return build_docs
 
 
-BENCHMARK = replace(RECORD, build_docs=subset_docs(_behaviour))
+BENCHMARK = replace(RECORD, build_docs=subset_docs(_behaviour), release=RELEASE)
 
 __all__ = ["BENCHMARK"]

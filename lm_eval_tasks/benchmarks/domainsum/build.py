@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lm_eval_tasks.benchmarks.domainsum.record import RECORD
 from lm_eval_tasks.data.loader import draw_demos, load_split, split_exists
 from lm_eval_tasks.benchmarks.prompting import truncate
 from lm_eval_tasks.settings import resolve
@@ -79,16 +80,17 @@ def budgets(metadata: dict, shots: int) -> tuple[dict, dict]:
 
 def demo_pool(domain: str, data_dir: Any, task: str, hub_path: str | None = None) -> tuple[list[dict], str]:
     """The domain's demonstration pool: ``train_pool20`` if the mirror has it, else train."""
-    if data_dir is not None and split_exists("domainsum", domain, POOL_SPLIT, data_dir):
-        return load_split("domainsum", domain, POOL_SPLIT, data_dir, task), POOL_SPLIT
-    return load_split("domainsum", domain, "train", data_dir, task, hub_path=hub_path), "train"
+    if data_dir is not None and split_exists(RECORD.name, domain, POOL_SPLIT, data_dir):
+        return load_split(RECORD.name, domain, POOL_SPLIT, data_dir, task), POOL_SPLIT
+    return load_split(RECORD.name, domain, "train", data_dir, task, hub_path=hub_path,
+                      hub=RECORD.hub_sources.get(domain)), "train"
 
 
 def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test") -> tuple[list[dict], dict]:
     """Records of ``split`` with their ``prompt`` (and demonstration ids); plus load facts."""
     data_dir = resolve(metadata, "data_dir")
     hub_path = resolve(metadata, "hub_path")  # another hub copy of the same dataset
-    docs = load_split("domainsum", domain, split, data_dir, task, hub_path=hub_path)
+    docs = load_split(RECORD.name, domain, split, data_dir, task, hub_path=hub_path, hub=RECORD.hub_sources.get(domain))
     doc_budget, demo_budget = budgets(metadata, shots)
     if shots == 0:
         for d in docs:

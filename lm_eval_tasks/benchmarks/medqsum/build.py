@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from lm_eval_tasks.benchmarks.budget import word_budget
+from lm_eval_tasks.benchmarks.medqsum.record import RECORD
 from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test
 from lm_eval_tasks.benchmarks.prompting import truncate
 from lm_eval_tasks.settings import resolve
@@ -63,8 +64,8 @@ def few_shot_prompt(question: str, demos: list[dict], budget: dict, demo_budget:
 
 def load_records(subset: str, split: str, task: str, metadata: dict) -> list[dict]:
     """Records with ``document`` = the patient's question only and ``summary``."""
-    recs = load_split("medqsum", subset, split, resolve(metadata, "data_dir"), task,
-                      hub_path=resolve(metadata, "hub_path"))
+    recs = load_split(RECORD.name, subset, split, resolve(metadata, "data_dir"), task,
+                      hub_path=resolve(metadata, "hub_path"), hub=RECORD.hub_sources.get(subset))
     out = []
     for r in recs:
         q = patient_question(r["document"])

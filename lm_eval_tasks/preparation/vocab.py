@@ -18,6 +18,8 @@ from pathlib import Path
 from custom_metrics.errors import SuiteError
 from custom_metrics.families.dvo import DEFAULT_VOCAB_SIZE, VocabularyBuilder, write_vocabulary
 from lm_eval_tasks import catalog
+from lm_eval_tasks.benchmarks.sources import hub_source
+from lm_eval_tasks.benchmarks.suite import ADAPTATION_STUDY
 from lm_eval_tasks.data.loader import DataError, iter_split, mirror_path, resolve_data_dir, user_source
 from lm_eval_tasks.data.user_files import data_fingerprint, domain_vocabulary_path
 from lm_eval_tasks.settings import resolve
@@ -39,7 +41,7 @@ def targets(tasks: Sequence[str], benchmark: str | None, subsets: Sequence[str],
         except catalog.UnknownTask as exc:
             raise TargetError(str(exc)) from None
     if every:
-        bench = benchmark or "adapteval"
+        bench = benchmark or ADAPTATION_STUDY.name
         found += [(bench, d) for d in catalog.subsets(bench)]
     names = [s.strip() for item in subsets for s in item.split(",") if s.strip()]
     if names:
@@ -76,7 +78,7 @@ def _texts(benchmark: str, subset: str, split: str, data_dir: str | None, field:
            limit: int | None) -> Iterator[str]:
     task = f"{benchmark}/{subset}"
     for i, rec in enumerate(iter_split(benchmark, subset, split, data_dir, task=task,
-                                       required=(field,))):
+                                       required=(field,), hub=hub_source(benchmark, subset))):
         if limit is not None and i >= limit:
             return
         yield rec[field]

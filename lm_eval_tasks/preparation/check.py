@@ -19,8 +19,8 @@ from typing import Any
 
 from custom_metrics import registry
 from lm_eval_tasks.catalog import TaskSpec
-from lm_eval_tasks.data.loader import DEFAULT_FIELDS, HUB_SOURCES, DataError, json_lines, mirror_path, \
-    resolve_data_dir, validate_record
+from lm_eval_tasks.data.loader import DEFAULT_FIELDS, DataError, json_lines, mirror_path, resolve_data_dir, \
+    validate_record
 from lm_eval_tasks.settings import resolve
 
 
@@ -47,7 +47,8 @@ def _hub_down() -> str | None:
 
 
 def _hub_problem(spec: TaskSpec) -> str | None:
-    if (spec.benchmark, spec.subset) not in HUB_SOURCES:
+    src = spec.hub_source
+    if src is None:
         return (f"task {spec.name!r}: {spec.benchmark}/{spec.subset} has no hub source: set data_dir "
                 f"(--metadata '{{\"data_dir\": \"DIR\"}}' or $DOMSUM_DATA_DIR) to a mirror holding it")
     from lm_eval_tasks.data.hub import OFFLINE_HINT, offline_mode, one_line
@@ -55,7 +56,6 @@ def _hub_problem(spec: TaskSpec) -> str | None:
     if not offline_mode():
         return _hub_down()
     # offline, the libraries read their local cache: is the dataset there? (fails in about a second)
-    src = HUB_SOURCES[(spec.benchmark, spec.subset)]
     try:
         import datasets
 
