@@ -173,6 +173,8 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
     """One row per system, setting and kind of row that has at least one cell, each ending
     in its check against the paper's protocol; and the rows' ``paper_rows.json`` objects."""
     runs = [r for r in builder.runs.of(layout.benchmark) if r.spec.variant in layout.variants]
+    if layout.variant_rows and not any(r.spec.variant for r in runs):
+        return [], []  # a table of two inputs needs a run of the second (Table 7: a Full run)
     settings = sorted({(r.system.label, r.shots, r.spec.variant): r for r in runs}.items())
     metrics = [_metric(paper, layout, c) for c in layout.columns]
     scales = [paper.scale(m) if m else 1.0 for m in metrics]
