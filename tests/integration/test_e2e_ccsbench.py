@@ -238,11 +238,11 @@ def test_fulltext_and_intro_conclusion_side_by_side_in_table7(tmp_path, tiny_cau
     from lm_eval_tasks.benchmarks.ccsbench.build import FULLTEXT_INPUT
     from lm_eval_tasks.commands import report
 
-    out = tmp_path / "runs"
+    out, meta = tmp_path / "runs", json.dumps({"data_dir": str(fixture_data_dir)})
     res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
                        "--include_path", "lm_eval_tasks", "--tasks",
                        "ccsbench_compositional,ccsbench_compositional_fulltext", "--limit", "2", "--log_samples",
-                       "--gen_kwargs", "max_gen_toks=12", "--metadata", json.dumps({"data_dir": str(fixture_data_dir)})],
+                       "--gen_kwargs", "max_gen_toks=12", "--metadata", meta],
                       out, env=subprocess_env(OPENAI_API_KEY="", OPENAI_BASE_URL=""))
     mirror = fixture_data_dir / "ccsbench" / "compositional" / "test.jsonl"
     records = {r["id"]: r for r in map(json.loads, mirror.read_text(encoding="utf-8").splitlines())}
@@ -254,12 +254,12 @@ def test_fulltext_and_intro_conclusion_side_by_side_in_table7(tmp_path, tiny_cau
         for s in samples:
             text = records[s["doc"]["id"]][field]
             assert "\nDocument: " + text + "\n# Control signals\n" in s["arguments"]["gen_args_0"]["arg_0"]
-        meta = res["configs"][task]["metadata"]
+        recorded = res["configs"][task]["metadata"]
         lengths = [len(tok(s["arguments"]["gen_args_0"]["arg_0"], add_special_tokens=False)["input_ids"])
                    for s in samples]
-        assert meta["prompt_budget"]["prompt_tokens_mean"] == round(sum(lengths) / len(lengths), 1)
-        assert meta["prompt_budget"]["cut_to_fit"] == meta["prompt_budget"]["cut_by_word_budget"] == 0
-        means[task] = meta["prompt_budget"]["prompt_tokens_mean"]
+        assert recorded["prompt_budget"]["prompt_tokens_mean"] == round(sum(lengths) / len(lengths), 1)
+        assert recorded["prompt_budget"]["cut_to_fit"] == recorded["prompt_budget"]["cut_by_word_budget"] == 0
+        means[task] = recorded["prompt_budget"]["prompt_tokens_mean"]
     full_meta = res["configs"]["ccsbench_compositional_fulltext"]["metadata"]
     assert full_meta["ccs_input"] == FULLTEXT_INPUT and full_meta["skipped_rows"] == {"test": 0}
     assert "ccs_input" not in res["configs"]["ccsbench_compositional"]["metadata"]
