@@ -192,7 +192,8 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
                 row = dict(layout.variant_rows).get(variant, "")
                 name = label + (f" ({kind})" if kind else "") + (f" ({row})" if row else "")
                 facts, check = check_runs(paper, layout.table, list(shown.values()))
-                beside = documents_beside(builder, layout, first) if layout.variant_rows else ""
+                pair = [documents_beside(builder, layout, r) for r, _ in shown.values()] if layout.variant_rows else []
+                beside = "; ".join(dict.fromkeys(pair))
                 rows.append([name, _source(facts, metrics, paper) + (f"; {beside}" if beside else ""),
                              setting_of(first)] + cells + [check.cell()])
                 records.append(row_record(layout.name, paper, layout.table, name, facts, check)
