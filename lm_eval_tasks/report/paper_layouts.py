@@ -114,7 +114,8 @@ LAYOUTS = (
                  "n/a where the run recorded none (no tokenizer or window could be had, or results written before "
                  "the suite recorded it). The paper's #Tokens are GPT-4o's input tokens: another tokenizer, so "
                  "compare each table's Full / I+C ratio (the paper: I+C uses 23.7% of Full's tokens), not the "
-                 "counts.")),
+                 "counts. The paper's documents are \"the first 200 samples of CCSBench\", the split not named (not "
+                 "compared): these tasks read the test split, --limit 200 its first 200.")),
 )
 
 

@@ -270,6 +270,7 @@ def test_ccsbench_table7_puts_the_runs_i_c_and_full_rows_beside_the_papers():
         assert "setting" not in fields and "test documents" not in fields and "setting" in record["checked"]
     assert "Source says whether the two runs logged the same documents" in t.caption
     assert "#Tokens: this run's mean prompt tokens" in t.caption and "23.7%" in t.caption
+    assert 'the split not named (not compared): these tasks read the test split' in t.caption
 
 
 def test_ccsbench_table7_says_when_the_two_runs_differ_in_documents():
