@@ -304,7 +304,9 @@ class FitLog:
             "window": self.meter.context, "generation": self.meter.generation, "prompt_limit": self.meter.limit,
             "measured_with": self.meter.source, "documents": len(self.per_doc), "cut_to_fit": len(cuts),
             "cut_tokens_median": statistics.median(cuts) if cuts else 0, "cut_tokens_max": max(cuts, default=0),
-            "prompt_tokens_max": max(lengths, default=0)}
+            "prompt_tokens_max": max(lengths, default=0),
+            # what a document's prompt costs on average (CCSBench Table 7's #Tokens column)
+            "prompt_tokens_mean": round(statistics.fmean(lengths), 1) if lengths else 0}
         if self.meter.chars_per_token is not None:
             out["chars_per_token"] = self.meter.chars_per_token
         return out

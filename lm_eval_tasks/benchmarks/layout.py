@@ -44,6 +44,16 @@ class Layout:
     columns: tuple[Column, ...]
     kinds: tuple[tuple[str, str | None], ...] = (("", None),)
     variants: tuple[str, ...] = ("",)
+    #: (variant, the paper's row it stands beside): rows of one system named by the paper's
+    #: rows, and checked to be on the same documents (CCSBench Table 7's I+C and Full)
+    variant_rows: tuple[tuple[str, str], ...] = ()
+    #: what the caption adds (a column that is not a metric: what it shows, why n/a)
+    note: str = ""
+
+
+#: a column's key that reads the run's mean prompt tokens (its ``prompt_budget`` record,
+#: written by the prompt fitting of lm_eval_tasks/benchmarks/budget.py), not a metric
+PROMPT_TOKENS = "prompt_tokens_mean"
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,8 @@ from lm_eval_tasks.published.judged import judged_of
 #: the protocol fields compared per kind of metric (the others, e.g. a ROUGE ``variant``,
 #: are fixed by the suite key a column reads and are shown, not compared)
 COMPARED: dict[str, tuple[str, ...]] = {
-    "rouge": ("stemming",),
-    "bertscore": ("encoder", "layer", "idf", "rescale_with_baseline"),
-    "dvo": ("size",),
-    "judge": ("judge_model",),
-}
+    "rouge": ("stemming",), "bertscore": ("encoder", "layer", "idf", "rescale_with_baseline"),
+    "dvo": ("size",), "judge": ("judge_model",)}
 #: where a results file's task metadata records each compared field (written by the metric
 #: families' records: custom_metrics/families/rouge.py, bertscore.py, dvo.py, judge_metrics.py)
 RECORDED: dict[tuple[str, str], str] = {
@@ -66,15 +63,13 @@ RECORDED: dict[tuple[str, str], str] = {
 #: how a field reads in a sentence
 WORDS = {"stemming": "stemming", "encoder": "encoder", "layer": "layer", "idf": "idf",
          "rescale_with_baseline": "baseline rescaling", "size": "vocabulary size", "judge_model": "judge model"}
-DOCUMENTS = "test documents"
-JUDGED = "judged documents"
-SPLIT = "document split"
-SETTING = "setting"
-MAX_NEW_TOKENS = "max new tokens"
-DECODING = "decoding"
+DOCUMENTS, JUDGED, SPLIT, SETTING = "test documents", "judged documents", "document split", "setting"
+MAX_NEW_TOKENS, DECODING = "max new tokens", "decoding"
 #: the page's marks beside a row
 SAME, DIFFERENT = "✓", "✗"
 NOT_RECORDED = {"unknown": "not recorded in the run's results file"}
+#: how a row's setting names a task variant that changes the model's input (CCSBench's)
+INPUTS = {"hard": "hard prompt", "fulltext": "full document"}
 
 
 @dataclass(frozen=True)
@@ -208,9 +203,9 @@ def sampled(settings: Mapping[str, str]) -> bool:
 
 
 def setting_of(run: Any) -> str:
-    """How a row names a run's setting: ``0-shot``, ``3-shot``, ``fine-tuned``, ``0-shot, hard prompt``."""
-    text = "fine-tuned" if run.system.fine_tuned else f"{run.shots}-shot"
-    return text + (", hard prompt" if run.spec and run.spec.variant == "hard" else "")
+    """How a row names a run's setting: ``0-shot``, ``fine-tuned``, ``0-shot, hard prompt`` (:data:`INPUTS`)."""
+    words = INPUTS.get(run.spec.variant, "") if run.spec else ""
+    return ("fine-tuned" if run.system.fine_tuned else f"{run.shots}-shot") + (f", {words}" if words else "")
 
 
 def run_facts(run: Any) -> RunFacts:
@@ -253,7 +248,10 @@ def generation_of(record: Mapping[str, Any], settings: Mapping[str, str]) -> dic
 def settings_match(run_setting: str, paper_setting: str) -> bool:
     """Whether a value printed in ``paper_setting`` is of a run in ``run_setting``: the same
     shots (DomainSum's ``2-shot minus 0-shot`` is a two-shot number), or fine-tuned with
-    the same prompt kind (CCSBench's ``fully fine-tuned, hard prompt``)."""
+    the same prompt kind (CCSBench's ``fully fine-tuned, hard prompt``), or the same input (I+C or full text)
+    where the paper names the input alone (CCSBench Table 7's ``input full document``)."""
+    if paper_setting.startswith("input "):
+        return (run_setting.partition(", ")[2] or "introduction and conclusion") == paper_setting.removeprefix("input ")
     if run_setting == paper_setting or paper_setting.startswith(run_setting + " minus"):
         return True
     if run_setting.startswith("fine-tuned"):
@@ -494,7 +492,7 @@ def _documents(f: Field) -> str:
     return f"{_text(f.run)} {DOCUMENTS} (paper: {_text(f.paper)})"
 
 
-__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "JUDGED", "PUBLISHED_CELL",
-           "RECORDED", "RunFacts", "SAME", "SPLIT", "block_for", "check", "check_runs",
-           "check_table", "combined", "encoder_name", "generation_of", "judged_of", "metrics_of", "row_record",
-           "run_facts", "sampled", "scoring_of", "setting_of", "settings_match"]
+__all__ = ["COLUMN", "COMPARED", "Check", "DIFFERENT", "DOCUMENTS", "Field", "INPUTS", "JUDGED", "PUBLISHED_CELL",
+           "RECORDED", "RunFacts", "SAME", "SPLIT", "block_for", "check", "check_runs", "check_table", "combined",
+           "encoder_name", "generation_of", "judged_of", "metrics_of", "row_record", "run_facts", "sampled",
+           "scoring_of", "setting_of", "settings_match"]

@@ -3,13 +3,17 @@ systems above, the paper's published rows below.
 
 Why declared as data (:class:`~lm_eval_tasks.benchmarks.layout.Layout`, in each
 benchmark's record: ``report.layouts``) and built by one function: AdaptEval Table 3,
-CCSBench Tables 4 and 5 are the same kind of table — rows are systems in a setting,
+CCSBench Tables 4, 5 and 7 are the same kind of table — rows are systems in a setting,
 columns are (paper column, suite key, subset) — and differ only in which columns, which
 settings and which subsets a row reads. A layout names its columns by the paper's own
 column names, so each published cell is found in the paper's data file
 (:mod:`~lm_eval_tasks.published`) by (table, row, column) and each of the user's
 cells by (system, subset, shots, variant) and the column's suite key; no number is typed
 here, and no benchmark is named: the report builds the layouts of the records it reads.
+A table that sets two inputs side by side (CCSBench Table 7: introduction and
+conclusion vs the full text) names each variant's row by the paper's row and says, beside
+each row, whether the system's two runs logged the same documents: two inputs are only
+compared on one document set.
 
 Numbers are in the paper's units (the data file's ``scale`` per metric: AdaptEval prints
 BERTScore as a fraction, CCSBench ROUGE-L x100), with the paper's decimals, so a row of
@@ -26,10 +30,11 @@ from __future__ import annotations
 import math
 
 from lm_eval_tasks import published
-from lm_eval_tasks.benchmarks.layout import Column, Layout
+from lm_eval_tasks.benchmarks.layout import PROMPT_TOKENS, Column, Layout
 from lm_eval_tasks.benchmarks.record import Benchmark
 from lm_eval_tasks.benchmarks.suite import ALL_RECORDS
 from lm_eval_tasks.published.protocol import COLUMN, PUBLISHED_CELL, check_runs, row_record, setting_of
+from lm_eval_tasks.report.runs import Run
 from lm_eval_tasks.report.tables import Builder, Table
 
 
@@ -92,6 +97,8 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
     """One row per system, setting and kind of row that has at least one cell, each ending
     in its check against the paper's protocol; and the rows' ``paper_rows.json`` objects."""
     runs = [r for r in builder.runs.of(layout.benchmark) if r.spec.variant in layout.variants]
+    if layout.variant_rows and not any(r.spec.variant for r in runs):
+        return [], []  # a table of two inputs needs a run of the second (Table 7: a Full run)
     settings = sorted({(r.system.label, r.shots, r.spec.variant): r for r in runs}.items())
     metrics = [_metric(paper, layout, c) for c in layout.columns]
     scales = [paper.scale(m) if m else 1.0 for m in metrics]
@@ -101,17 +108,58 @@ def _own_rows(builder: Builder, paper: published.Published, layout: Layout) -> t
             cells, shown = [], {}
             for column, unit, metric in zip(layout.columns, scales, metrics):
                 run = builder.runs.find(first.system, layout.benchmark, subset or column.subset, shots, variant)
-                value = builder.est(run, column.key).value * unit if run and column.key in run.values else None
-                cells.append(_number(value, column.digits))
-                if value is not None:  # the run and the paper's metrics of the cells it fills
+                cells.append(_cell(builder, run, column, unit))
+                if run and column.key in run.values:  # the run and the paper's metrics of the cells it fills
                     found = shown.setdefault(id(run), (run, []))[1]
                     found += [metric] if metric and metric not in found else []
             if any(c != "n/a" for c in cells):
-                name = label + (f" ({kind})" if kind else "")
+                row = dict(layout.variant_rows).get(variant, "")
+                name = label + (f" ({kind})" if kind else "") + (f" ({row})" if row else "")
                 facts, check = check_runs(paper, layout.table, list(shown.values()))
-                rows.append([name, _source(facts, metrics, paper), setting_of(first)] + cells + [check.cell()])
-                records.append(row_record(layout.name, paper, layout.table, name, facts, check))
+                pair = [documents_beside(builder, layout, r) for r, _ in shown.values()] if layout.variant_rows else []
+                beside = "; ".join(dict.fromkeys(pair))
+                rows.append([name, _source(facts, metrics, paper) + (f"; {beside}" if beside else ""),
+                             setting_of(first)] + cells + [check.cell()])
+                records.append(row_record(layout.name, paper, layout.table, name, facts, check)
+                               | ({"documents_beside": beside} if beside else {}))
     return rows, records
+
+
+def _cell(builder: Builder, run: Run | None, column: Column, unit: float) -> str:
+    """A cell of this run: the run's reported value of the column's key in the paper's unit, or
+    (:data:`PROMPT_TOKENS`) the mean prompt tokens its prompt fitting recorded, ``~`` before a
+    count bounded by characters per token."""
+    if run is None:
+        return "n/a"
+    if column.key == PROMPT_TOKENS:
+        budget = run.record.get("prompt_budget")
+        value = budget.get(PROMPT_TOKENS) if isinstance(budget, dict) else None
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return "n/a"
+        return ("~" if budget.get("chars_per_token") is not None else "") + _number(float(value), column.digits)
+    return _number(builder.est(run, column.key).value * unit if column.key in run.values else None, column.digits)
+
+
+def documents_beside(builder: Builder, layout: Layout, run: Run) -> str:
+    """Whether ``run`` logged the same documents as the same system's run of each other variant
+    of ``layout`` (same subset and shots): a table comparing two inputs compares them on one
+    document set, so the row says when they differ and by how many."""
+    out = []
+    for variant, row in layout.variant_rows:
+        if variant == run.spec.variant:
+            continue
+        other = builder.runs.find(run.system, layout.benchmark, run.subset, run.shots, variant)
+        if other is None:
+            out.append(f"no {row} run of this system to compare documents with")
+        elif not run.samples or not other.samples:
+            out.append(f"documents not compared with the {row} row's (no samples file)")
+        elif set(run.doc_keys()) == set(other.doc_keys()):
+            out.append(f"the same {len(set(run.doc_keys())):,} documents as the {row} row")
+        else:
+            mine, theirs = set(run.doc_keys()), set(other.doc_keys())
+            out.append(f"documents differ from the {row} row's: {len(mine & theirs):,} shared, "
+                       f"{len(mine - theirs):,} only here, {len(theirs - mine):,} only there")
+    return "; ".join(out)
 
 
 def _source(facts: list, metrics: list[str | None], paper: published.Published) -> str:
@@ -141,8 +189,18 @@ def paper_layout(builder: Builder, layout: Layout) -> Table | None:
                  caption=(f"{paper.paper} {layout.table}: {paper.tables[layout.table]} In the paper's units and "
                           f"decimals; this run's cells are its reported values (intervals and tests in the "
                           f"long tables). Columns (suite key, task): {keys}.{kinds}"
+                          + layout.note + _beside_caption(layout)
                           + published_caption(paper, layout.table) + protocol_caption(paper, layout.table)),
                  paper_rows=records)
+
+
+def _beside_caption(layout: Layout) -> str:
+    """The caption sentence on the document sets of a layout's paired rows (:func:`documents_beside`)."""
+    if not layout.variant_rows:
+        return ""
+    rows = " and ".join(row for _, row in layout.variant_rows)
+    return (f" A system's {rows} rows compare inputs only on one document set: each row's Source says whether "
+            "the two runs logged the same documents (by record id), or how many each has that the other lacks.")
 
 
 def paper_layouts(builder: Builder, record: Benchmark) -> list[Table]:
@@ -150,5 +208,5 @@ def paper_layouts(builder: Builder, record: Benchmark) -> list[Table]:
     return [t for t in (paper_layout(builder, lay) for lay in record.report.layouts) if t]
 
 
-__all__ = ["LAYOUTS", "paper_layout", "paper_layouts", "protocol_caption", "published_caption",
+__all__ = ["LAYOUTS", "documents_beside", "paper_layout", "paper_layouts", "protocol_caption", "published_caption",
            "published_source"]

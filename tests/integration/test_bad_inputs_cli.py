@@ -290,3 +290,25 @@ def test_extra_fields_of_mixed_kinds_are_kept_as_text(tmp_path, tiny_causal_lm):
     [samples] = (tmp_path / "out").rglob(f"samples_{TASK}_*.jsonl")
     docs = [json.loads(line)["doc"] for line in samples.read_text().splitlines()]
     assert sorted(d["meta"] for d in docs) == sorted(['{"x": 1}', "plain", '[1, {"y": 2}]'])
+
+
+def test_a_full_text_task_on_intro_conclusion_data_is_one_line(tiny_causal_lm, tmp_path):
+    """CCSBench's hub release and most mirrors hold only the introduction and conclusion: the
+    _fulltext task ends with one line naming the task, the file, the fields and the fix, writes
+    no results and never falls back to the I+C text."""
+    data = tmp_path / "mirror"
+    for split in ("train", "validation", "test"):
+        src = FIXTURE_DATA / "ccsbench" / "compositional" / f"{split}.jsonl"
+        rows = [{k: v for k, v in json.loads(line).items() if k != "full_text"}
+                for line in src.read_text(encoding="utf-8").splitlines()]
+        dst = data / "ccsbench" / "compositional" / src.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    task = "ccsbench_compositional_fulltext"
+    proc = harness(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}", "--tasks", task,
+                    "--limit", "1", "--metadata", json.dumps({"data_dir": str(data)})], tmp_path / "out")
+    line = one_error_line(proc, "no full-text column")
+    assert f"task '{task}': {data / 'ccsbench' / 'compositional' / 'test.jsonl'}: no full-text column" in line
+    assert "['full_text', 'fulltext', 'full_document', 'paper_text', 'body_text', 'full_paper']" in line
+    assert "add a 'full_text' field" in line and "column_map" in line
+    assert not list(tmp_path.rglob("results_*.json"))

@@ -224,3 +224,57 @@ def test_prompt_file_end_to_end_prompt_stops_and_judge(tmp_path, tiny_causal_lm,
     assert "\nARTICLE: " in prompt and prompt.endswith("\nEmpirical Focus Level: high\nABSTRACT:")
     assert prompt == expected_context(res, "ccsbench_focus", sample["doc"]) == sample["doc"]["prompt"]
     assert sample["arguments"]["gen_args_0"]["arg_1"]["until"] == ["\nARTICLE:", "\n\n\n"]
+
+
+@pytest.mark.slow
+def test_fulltext_and_intro_conclusion_side_by_side_in_table7(tmp_path, tiny_causal_lm, fixture_data_dir):
+    """CCSBench Section 7 through the real CLI and ``domsum report``: the _fulltext task's prompt
+    holds each record's full_text where the I+C task's holds its document; its results record
+    the input and the mean prompt tokens (recomputed here with the model's tokenizer on the
+    logged contexts); Table 7's layout shows both rows on the same documents beside the paper's."""
+    from transformers import AutoTokenizer
+
+    from conftest import own_samples, report_table
+    from lm_eval_tasks.benchmarks.ccsbench.build import FULLTEXT_INPUT
+    from lm_eval_tasks.commands import report
+
+    out, meta = tmp_path / "runs", json.dumps({"data_dir": str(fixture_data_dir)})
+    res = run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_causal_lm}",
+                       "--include_path", "lm_eval_tasks", "--tasks",
+                       "ccsbench_compositional,ccsbench_compositional_fulltext", "--limit", "2", "--log_samples",
+                       "--gen_kwargs", "max_gen_toks=12", "--metadata", meta],
+                      out, env=subprocess_env(OPENAI_API_KEY="", OPENAI_BASE_URL=""))
+    mirror = fixture_data_dir / "ccsbench" / "compositional" / "test.jsonl"
+    records = {r["id"]: r for r in map(json.loads, mirror.read_text(encoding="utf-8").splitlines())}
+    tok = AutoTokenizer.from_pretrained(tiny_causal_lm)
+    means = {}
+    for task, field in (("ccsbench_compositional", "document"), ("ccsbench_compositional_fulltext", "full_text")):
+        samples = own_samples(out, task)
+        assert [s["doc"]["id"] for s in samples] == list(records)
+        for s in samples:
+            text = records[s["doc"]["id"]][field]
+            assert "\nDocument: " + text + "\n# Control signals\n" in s["arguments"]["gen_args_0"]["arg_0"]
+        recorded = res["configs"][task]["metadata"]
+        lengths = [len(tok(s["arguments"]["gen_args_0"]["arg_0"], add_special_tokens=False)["input_ids"])
+                   for s in samples]
+        assert recorded["prompt_budget"]["prompt_tokens_mean"] == round(sum(lengths) / len(lengths), 1)
+        assert recorded["prompt_budget"]["cut_to_fit"] == recorded["prompt_budget"]["cut_by_word_budget"] == 0
+        means[task] = recorded["prompt_budget"]["prompt_tokens_mean"]
+    full_meta = res["configs"]["ccsbench_compositional_fulltext"]["metadata"]
+    assert full_meta["ccs_input"] == FULLTEXT_INPUT and full_meta["skipped_rows"] == {"test": 0}
+    assert "ccs_input" not in res["configs"]["ccsbench_compositional"]["metadata"]
+    assert means["ccsbench_compositional_fulltext"] > means["ccsbench_compositional"]
+
+    page = tmp_path / "report"
+    assert report.main([str(out), "--out", str(page), "--no-progress", "--no-plots"]) == 0
+    rows = report_table(page, "ccsbench_table7")
+    ic = next(r for r in rows if r["System"].endswith(" (I+C)"))
+    full = next(r for r in rows if r["System"].endswith(" (Full)"))
+    assert (ic["Setting"], full["Setting"]) == ("0-shot", "0-shot, full document")
+    assert ic["Source"] == "this run; the same 2 documents as the Full row"
+    assert full["Source"] == "this run; the same 2 documents as the I+C row"
+    for row, task in ((ic, "ccsbench_compositional"), (full, "ccsbench_compositional_fulltext")):
+        assert row["#Tokens"] == f"{means[task]:.0f}"
+        assert row["Quality ROUGE-L"] == f"{100 * res['results'][task]['rougeL,none']:.2f}"
+    assert [r["System"] for r in rows if r["System"].endswith("(published)")] == [
+        "Full (published)", "I+C (ours) (published)"]

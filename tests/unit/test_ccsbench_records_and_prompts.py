@@ -37,7 +37,7 @@ def test_column_spellings_and_column_map():
     cols = ["input", "abstract", "len_bin", "keyword", "readability_level", "empirical_focus"]
     got = resolve_columns(cols, "compositional", None, "here")
     assert got == {"document": "input", "summary": "abstract", "length": "len_bin", "keywords": "keyword",
-                   "readability": "readability_level", "focus": "empirical_focus"}
+                   "readability": "readability_level", "focus": "empirical_focus", "full_text": None}
     with pytest.raises(DataError) as err:
         resolve_columns(["document", "summary", "target_words"], "length", None, "here")
     assert "target_words" in str(err.value) and "column_map" in str(err.value)

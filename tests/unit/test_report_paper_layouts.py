@@ -213,3 +213,85 @@ def test_adapteval_table5_states_the_judged_sample_beside_the_published_rows():
     # the paper's rows beneath, as printed
     published_row = next(r for r in t.rows if r[0] == "Llama2 7b (published)" and "2-shot" in r[1])
     assert published_row[4] == "1.00" and published_row[3] == "4.20"
+
+
+GPT4O = System(base="gpt-4o", label="gpt-4o")
+
+
+def _logged(run: Run, ids: list[str], rouge_l: list[float], tokens: float | None = None) -> Run:
+    """``run`` with a samples file of ``ids`` whose logged ROUGE-L are ``rouge_l``, its reported
+    ROUGE-L their mean, and its prompt fitting's mean prompt tokens ``tokens``."""
+    from lm_eval_tasks.results import Sample
+
+    run.samples.extend(Sample(doc_id=i, id=d, filter=None, document="d", reference="r", prediction="p",
+                              logged={"rougeL": v}) for i, (d, v) in enumerate(zip(ids, rouge_l)))
+    run.values["rougeL"] = sum(rouge_l) / len(rouge_l)
+    if tokens is not None:
+        run.record["prompt_budget"] = {"window": 128000, "documents": len(ids), "prompt_tokens_mean": tokens}
+    return run
+
+
+def test_ccsbench_table7_puts_the_runs_i_c_and_full_rows_beside_the_papers():
+    ids = [f"ccs/{i}" for i in range(200)]
+    ic_scores, full_scores = [0.2 + (i % 7) / 100 for i in range(200)], [0.21 + (i % 5) / 100 for i in range(200)]
+    ic = _logged(_run(GPT4O, "ccsbench_compositional", dict(COMPOSITIONAL)), ids, ic_scores, 1702.4)
+    full = _logged(_run(GPT4O, "ccsbench_compositional_fulltext", {"length_pcc": 0.97, "keyword_sr": 0.95}),
+                   ids, full_scores, 7311.0)
+    full.record["prompt_budget"]["chars_per_token"] = 3.0  # an API model measured by the bound
+    # the system's length runs, on other documents, are not the rows' runs
+    length = _logged(_run(GPT4O, "ccsbench_length_fulltext", {"length_pcc": 0.1}), ["other"], [0.5])
+    t = _tables([ic, full, length, _run(GPT4O, "ccsbench_length", {"length_pcc": 0.2})])["ccsbench_table7"]
+    assert t.title == "CCSBench Table 7 layout: I+C vs Full"
+    assert t.header[3:-1] == ["Quality ROUGE-L", "Length PCC", "Length MAD", "Keywords SR", "Readability Fnormal",
+                              "Readability Fhigh", "Readability Δ", "Focus F1", "#Tokens"]
+    mine = _row(t, "gpt-4o (I+C)", "0-shot")
+    # ROUGE-L x100 = the mean of the logged per-document scores; the other cells the results' values
+    assert mine["Quality ROUGE-L"] == f"{100 * sum(ic_scores) / 200:.2f}" == "22.97"
+    assert list(mine.values())[4:-1] == ["0.51", "0.70", "0.91", "14.20", "12.05", "2.15", "0.63", "1702"]
+    other = _row(t, "gpt-4o (Full)", "0-shot, full document")
+    assert other["Quality ROUGE-L"] == f"{100 * sum(full_scores) / 200:.2f}" == "23.00"
+    assert (other["Length PCC"], other["Keywords SR"], other["Focus F1"], other["#Tokens"]) == (
+        "0.97", "0.95", "n/a", "~7311")
+    # the same 200 documents (by record id) in both runs: said beside each row
+    assert mine["Source"] == "this run; the same 200 documents as the Full row"
+    assert other["Source"] == "this run; the same 200 documents as the I+C row"
+    # the paper's two rows as printed: | Full | 21.15 | 0.98 | 0.06 | 0.98 | 16.55 | 16.10 | 0.45 | 0.67 | 6.78k |
+    paper_full = _row(t, "Full (published)", "input full document")
+    assert list(paper_full.values())[3:-1] == ["21.15", "0.98", "0.06", "0.98", "16.55", "16.10", "0.45", "0.67",
+                                               "6780"]
+    paper_ic = _row(t, "I+C (ours) (published)", "input introduction and conclusion")
+    assert list(paper_ic.values())[3:-1] == ["20.84", "0.96", "0.06", "0.99", "15.87", "15.37", "0.50", "0.72",
+                                             "1610"]
+    assert paper_full["Source"] == "CCSBench Table 7, row Full"
+    # each row's setting is the paper's input: no setting difference, 200 of the paper's first 200
+    for name in ("gpt-4o (I+C)", "gpt-4o (Full)"):
+        [record] = [r for r in t.paper_rows if r["run"] == name]
+        fields = {d["field"] for d in record["differences"]}
+        assert "setting" not in fields and "test documents" not in fields and "setting" in record["checked"]
+    assert "Source says whether the two runs logged the same documents" in t.caption
+    assert "#Tokens: this run's mean prompt tokens" in t.caption and "23.7%" in t.caption
+    assert 'the split not named (not compared): these tasks read the test split' in t.caption
+
+
+def test_ccsbench_table7_says_when_the_two_runs_differ_in_documents():
+    ic = _logged(_run(GPT4O, "ccsbench_compositional", {"length_pcc": 0.9}), [f"ccs/{i}" for i in range(200)],
+                 [0.2] * 200)
+    # the full-text mirror lacks four papers' full text (skipped rows): 196 documents, one not in I+C
+    full_ids = [f"ccs/{i}" for i in range(4, 200)] + ["ccs/extra"]
+    full = _logged(_run(GPT4O, "ccsbench_compositional_fulltext", {"length_pcc": 0.8}), full_ids, [0.1] * 197)
+    t = _tables([ic, full])["ccsbench_table7"]
+    mine, other = _row(t, "gpt-4o (I+C)", "0-shot"), _row(t, "gpt-4o (Full)", "0-shot, full document")
+    assert mine["Source"] == "this run; documents differ from the Full row's: 196 shared, 4 only here, 1 only there"
+    assert other["Source"] == "this run; documents differ from the I+C row's: 196 shared, 1 only here, 4 only there"
+    [record] = [r for r in t.paper_rows if r["run"] == "gpt-4o (Full)"]
+    assert record["documents_beside"] == other["Source"].removeprefix("this run; ")
+    assert mine["#Tokens"] == "n/a"  # no prompt_budget recorded
+    # the paper's 200 against 197: a difference in the protocol column
+    assert "197 of 200 test documents" in other["Protocol vs the paper"]
+    # a system with an I+C run only, beside one with a Full run only: nothing to pair with
+    lone = _run(FLAN, "ccsbench_compositional", {"length_pcc": 0.5})
+    t = _tables([lone, full])["ccsbench_table7"]
+    lone_row = _row(t, "flan-t5-xxl (I+C)", "0-shot")
+    assert lone_row["Source"] == "this run; no Full run of this system to compare documents with"
+    # without any Full run the table is not shown (Table 4 holds the I+C numbers)
+    assert "ccsbench_table7" not in _tables([lone])

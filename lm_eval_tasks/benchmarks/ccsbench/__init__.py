@@ -20,7 +20,8 @@ def build_docs(spec: TaskSpec, shots: int, metadata: dict, split: str = "test") 
     """The records of ``split`` for the task ``spec`` with their prompts, and the load facts."""
     from lm_eval_tasks.benchmarks.ccsbench.build import build_docs as build
 
-    return build(spec.subset, shots, spec.name, metadata, split, hard=spec.variant == "hard")
+    return build(spec.subset, shots, spec.name, metadata, split, hard=spec.variant == "hard",
+                 fulltext=spec.variant == "fulltext")
 
 
 def stop_sequences(spec: TaskSpec, metadata: dict) -> tuple[str, ...] | None:

@@ -19,6 +19,14 @@ missing is an error listing the columns found. A row whose required control is e
 (None / "" / NaN) is skipped and counted (logged; ``skipped_rows`` in results); a
 present but malformed value (``readability: "medium"``) is an error naming the row.
 
+Full text (the ``_fulltext`` tasks, Section 7 and Table 7): the prompt's document is the
+record's ``full_text`` field (spellings in :data:`ALIASES`, or metadata ``column_map``
+``{"full_text": "COLUMN"}``) in place of the introduction + conclusion, cut to
+:data:`~lm_eval_tasks.benchmarks.ccsbench.record.FULLTEXT_DOC_WORDS` words by default. A
+split without such a column is one error line naming the task, the file (or hub split),
+the spellings looked for and the fix; a row whose full text is empty is skipped and
+counted like a row with an empty control. The I+C text is never used in its place.
+
 Prompts: the paper's Appendix C.4 (zero-shot) and C.5 (three demonstrations), verbatim
 (:mod:`lm_eval_tasks.benchmarks.ccsbench.prompts`). Every record carries the system
 text in ``system`` and the user part in ``prompt``; the task YAML's ``description``
@@ -38,7 +46,7 @@ from typing import Any
 
 from custom_metrics.families.ccs import N_BINS
 from lm_eval_tasks.benchmarks.ccsbench.prompts import DEFAULT as DEFAULT_SPEC
-from lm_eval_tasks.benchmarks.ccsbench.record import CONTROLS
+from lm_eval_tasks.benchmarks.ccsbench.record import CONTROLS, DOC_WORDS, FULLTEXT_DOC_WORDS
 from lm_eval_tasks.benchmarks.ccsbench.prompts import PromptSpec, load_prompt_spec
 from lm_eval_tasks.benchmarks.budget import word_budget
 from lm_eval_tasks.data.loader import DataError, draw_demos, load_split, sampled_test, resolve_data_dir
@@ -56,16 +64,19 @@ ALIASES = {
     "keywords": ("keywords", "keyword", "keyword_list", "kw", "keywords_control"),
     "readability": ("readability", "readability_level", "read", "readability_control"),
     "focus": ("focus", "empirical_focus", "focus_level", "empirical", "focus_control"),
+    # the whole paper, for the _fulltext tasks only (the hub release holds I+C text only)
+    "full_text": ("full_text", "fulltext", "full_document", "paper_text", "body_text", "full_paper"),
 }
 READABILITY = {"normal": "normal", "high": "high", "low": "normal"}  # "low" readability = expert text
 FOCUS = {"high": "high", "low": "low", "empirical": "high", "conceptual": "low"}
 DEFAULT_SEED = 1234
-DEFAULT_DOC_WORDS = {0: 1500, 3: 700}
 DEFAULT_DEMO_WORDS = 300
 
 DOC_MARKER = "Paper: "  # the _hard variants' layout
 SUMMARY_CUE = "Summary:"
 HARD_SOURCE = "CCSBench Appendix A hard prompt (Attribute: Value control lines)"
+#: what the _fulltext tasks' results record as their input (``ccs_input``)
+FULLTEXT_INPUT = "full document (field full_text), CCSBench Section 7"
 
 
 # --------------------------------------------------------------------------- loading
@@ -130,8 +141,10 @@ def _label(value: Any, table: dict[str, str], what: str, where: str) -> str:
     return table[v]
 
 
-def resolve_columns(columns: list[str], subset: str, column_map: dict | None, where: str) -> dict[str, str | None]:
-    """Canonical field -> source column (None when absent); errors list the columns found."""
+def resolve_columns(columns: list[str], subset: str, column_map: dict | None, where: str,
+                    fulltext: bool = False) -> dict[str, str | None]:
+    """Canonical field -> source column (None when absent); errors list the columns found.
+    ``fulltext``: the document is the ``full_text`` column, which must exist."""
     cmap = dict(column_map or {})
     out: dict[str, str | None] = {}
     for field, aliases in ALIASES.items():
@@ -143,7 +156,13 @@ def resolve_columns(columns: list[str], subset: str, column_map: dict | None, wh
             continue
         lower = {c.lower(): c for c in columns}
         out[field] = next((lower[a] for a in aliases if a in lower), None)
-    needed = ("document", "summary", *REQUIRED[subset])
+    if fulltext and out["full_text"] is None:
+        raise DataError(
+            f"{where}: no full-text column for the full-document input (looked for {list(ALIASES['full_text'])}; "
+            f"columns found: {sorted(columns)}); CCSBench's hub release holds only the introduction and "
+            f"conclusion: add a 'full_text' field with each paper's whole text to the mirror's records, or map "
+            f"your column with --metadata '{{\"column_map\": {{\"full_text\": \"COLUMN\"}}}}'")
+    needed = ("full_text" if fulltext else "document", "summary", *REQUIRED[subset])
     missing = [f for f in needed if out[f] is None]
     if missing:
         raise DataError(
@@ -153,18 +172,24 @@ def resolve_columns(columns: list[str], subset: str, column_map: dict | None, wh
     return out
 
 
-def normalize_records(rows: list[dict], subset: str, column_map: dict | None, where: str) -> tuple[list[dict], int]:
-    """Canonical records and the number of rows skipped for an empty required control."""
+def normalize_records(rows: list[dict], subset: str, column_map: dict | None, where: str,
+                      fulltext: bool = False) -> tuple[list[dict], int]:
+    """Canonical records and the number of rows skipped for an empty required control (or,
+    ``fulltext``, an empty full text: the record's ``document`` is then the full text)."""
     if not rows:
         return [], 0
     columns = sorted({c for r in rows for c in r})
-    cols = resolve_columns(columns, subset, column_map, where)
+    cols = resolve_columns(columns, subset, column_map, where, fulltext)
+    source = cols["full_text" if fulltext else "document"]
     out, skipped = [], 0
     for i, r in enumerate(rows):
         w = f"{where}, row {i + 1}"
-        doc, summ = r.get(cols["document"]), r.get(cols["summary"])
+        doc, summ = r.get(source), r.get(cols["summary"])
+        if fulltext and _empty(doc):
+            skipped += 1
+            continue
         if not isinstance(doc, str) or not isinstance(summ, str):
-            raise DataError(f"{w}: document and summary must be strings")
+            raise DataError(f"{w}: {'field ' + repr(source) if fulltext else 'document'} and summary must be strings")
         raw = {c: (r.get(cols[c]) if cols[c] else None) for c in CONTROLS}
         if any(_empty(raw[c]) for c in REQUIRED[subset] if c != "keywords") or (
                 "keywords" in REQUIRED[subset] and raw["keywords"] is None):
@@ -178,8 +203,8 @@ def normalize_records(rows: list[dict], subset: str, column_map: dict | None, wh
                "focus": "" if _empty(raw["focus"]) else _label(raw["focus"], FOCUS, "focus", w)}
         out.append(rec)
     if skipped:
-        log.warning("%s: skipped %d of %d rows with an empty required control %s",
-                    where, skipped, len(rows), REQUIRED[subset])
+        log.warning("%s: skipped %d of %d rows with an empty required field %s",
+                    where, skipped, len(rows), (*REQUIRED[subset], *(("full_text",) if fulltext else ())))
     return out, skipped
 
 
@@ -204,8 +229,9 @@ def _hub_rows(subset: str, split: str, task: str) -> list[dict]:
 
 
 def load_records(subset: str, split: str, metadata: dict, task: str,
-                 skipped_rows: dict[str, int] | None = None) -> list[dict]:
-    """Canonical, validated records of one split; skipped rows counted in ``skipped_rows``."""
+                 skipped_rows: dict[str, int] | None = None, fulltext: bool = False) -> list[dict]:
+    """Canonical, validated records of one split; skipped rows counted in ``skipped_rows``.
+    ``fulltext``: each record's ``document`` is the row's full text (:func:`normalize_records`)."""
     data_dir = resolve(metadata, "data_dir")
     cmap = resolve(metadata, "column_map")
     if resolve_data_dir(data_dir) is not None:
@@ -213,7 +239,7 @@ def load_records(subset: str, split: str, metadata: dict, task: str,
         where = f"task {task!r}: {resolve_data_dir(data_dir)}/ccsbench/{subset}/{split}.jsonl"
     else:
         rows, where = _hub_rows(subset, split, task), f"task {task!r}: {HUB_PATH} {subset}/{split}"
-    recs, skipped = normalize_records(rows, subset, cmap, where)
+    recs, skipped = normalize_records(rows, subset, cmap, where, fulltext)
     if skipped_rows is not None:
         skipped_rows[split] = skipped
     return recs
@@ -261,19 +287,20 @@ def resolve_prompt_spec(metadata: dict | None, task: str) -> PromptSpec:
 
 
 def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = "test", *,
-               hard: bool = False) -> tuple[list[dict], dict]:
+               hard: bool = False, fulltext: bool = False) -> tuple[list[dict], dict]:
     """Records of ``split`` for subset ``domain`` with ``system`` and ``prompt``; plus load facts.
 
     ``system`` is the system text (CCSBench Appendix C.4/C.5 "# System"; "" for the
     ``hard`` variant, which uses Appendix A's ``Attribute: Value`` lines), ``prompt``
     the user part. Demonstrations
     (``shots`` > 0) come from ``train``, drawn per document with ``fewshot_seed``.
+    ``fulltext``: the document is the paper's full text (:data:`FULLTEXT_DOC_WORDS` words by default).
     """
     spec = None if hard else resolve_prompt_spec(metadata, task)
     skipped_rows: dict[str, int] = {}
-    docs = load_records(domain, split, metadata, task, skipped_rows)
+    docs = load_records(domain, split, metadata, task, skipped_rows, fulltext)
     docs = sampled_test(docs, metadata)
-    budget = word_budget(metadata, "doc", DEFAULT_DOC_WORDS[0 if shots == 0 else 3])
+    budget = word_budget(metadata, "doc", FULLTEXT_DOC_WORDS if fulltext else DOC_WORDS[0 if shots == 0 else 3])
     demo_budget = word_budget(metadata, "demo", DEFAULT_DEMO_WORDS)
     pool: list[dict] = []
     if shots:
@@ -286,8 +313,9 @@ def build_docs(domain: str, shots: int, task: str, metadata: dict, split: str = 
         d["system"] = "" if spec is None else spec.system
         d["prompt"] = build_prompt(d, demos, budget, demo_budget, spec, f"task {task!r}")
         d["demo_ids"] = json.dumps([x["id"] for x in demos])
-    return docs, {"skipped_rows": skipped_rows, "fewshot_seed_used": seed,
-                  "ccs_prompt_source": HARD_SOURCE if spec is None else spec.source}
+    facts = {"skipped_rows": skipped_rows, "fewshot_seed_used": seed,
+             "ccs_prompt_source": HARD_SOURCE if spec is None else spec.source}
+    return docs, facts | ({"ccs_input": FULLTEXT_INPUT} if fulltext else {})
 
 
 def stop_sequences(task: str, metadata: dict, *, hard: bool = False) -> tuple[str, ...] | None:
