@@ -111,6 +111,11 @@ class Benchmark:
     #: ``(spec, family, metadata) -> options``: ``Context.options`` the benchmark gives a family
     family_options: Callable[[Any, str, dict], dict[str, Any]] | None = field(default=None, compare=False,
                                                                               repr=False)
+    #: ``(spec, fields, metadata, where) -> None``: raises a ``DataError`` when a record with these
+    #: fields cannot feed the task (CCSBench's control and full-text columns): the data check
+    #: asks it of a split's first record before any model loads
+    check_fields: Callable[[Any, list[str], dict, str], None] | None = field(default=None, compare=False,
+                                                                            repr=False)
 
     def all_subsets(self) -> tuple[str, ...]:
         """The subsets, in level order when there are levels."""

@@ -24,14 +24,17 @@ from lm_eval_tasks.data.loader import DEFAULT_FIELDS, DataError, json_lines, mir
 from lm_eval_tasks.settings import resolve
 
 
-def _mirror_problem(spec: TaskSpec, split: str, root: Any) -> str | None:
+def _mirror_problem(spec: TaskSpec, split: str, root: Any, metadata: Mapping[str, Any]) -> str | None:
     path = mirror_path(root, spec.benchmark, spec.subset, split)
     if not path.is_file():
         return (f"task {spec.name!r}: missing split {split!r}: expected {path} (data_dir {root}); prepare the "
                 f"mirror with `domsum prepare-data --help`")
+    check_fields = spec.record.check_fields if spec.record is not None else None
     try:
         for where, rec in json_lines(path, f"task {spec.name!r}: "):
             validate_record(rec, DEFAULT_FIELDS, where)
+            if check_fields is not None:  # the benchmark's own columns (CCSBench's controls, full text)
+                check_fields(spec, list(rec), dict(metadata), where)
             return None
     except DataError as exc:
         return str(exc)
@@ -109,7 +112,7 @@ def data_problems(spec: TaskSpec, metadata: Mapping[str, Any] | None = None,
     if spec.source is not None:
         return _user_problems(spec, [] if notes is None else notes)
     root = resolve_data_dir(resolve(dict(metadata or {}), "data_dir"))
-    problem = _mirror_problem(spec, "test", root) if root is not None else _hub_problem(spec)
+    problem = _mirror_problem(spec, "test", root, metadata or {}) if root is not None else _hub_problem(spec)
     return [problem] if problem else []
 
 

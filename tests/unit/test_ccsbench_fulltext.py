@@ -88,6 +88,19 @@ def test_a_split_without_full_text_is_one_line_naming_task_file_fields_and_fix(t
     assert [d["document"] for d in docs] == [INTRO, INTRO]
 
 
+def test_the_data_check_says_the_missing_full_text_before_a_model_loads(tmp_path):
+    """``domsum run``'s data check (before any model) asks the benchmark of the first record's
+    fields: the same line the task would stop with when it loads, and none once mapped."""
+    from lm_eval_tasks.preparation.check import data_problems
+
+    path = _mirror(tmp_path, [{**_row(0), "paper": _full(0)}])
+    spec = catalog.all_tasks()[TASK]
+    [problem] = data_problems(spec, {"data_dir": str(tmp_path)})
+    assert problem.startswith(f"task '{TASK}': {path}, line 1: no full-text column") and "\n" not in problem
+    assert data_problems(spec, {"data_dir": str(tmp_path), "column_map": {"full_text": "paper"}}) == []
+    assert data_problems(catalog.all_tasks()["ccsbench_compositional"], {"data_dir": str(tmp_path)}) == []
+
+
 def test_an_empty_full_text_is_skipped_and_counted(tmp_path):
     rows = [_row(0, full_text=_full(0)), _row(1, full_text=""), _row(2, full_text=None),
             _row(3, full_text="   "), _row(4, full_text=_full(4))]

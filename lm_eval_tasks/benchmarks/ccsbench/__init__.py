@@ -38,6 +38,16 @@ def family_options(spec: TaskSpec, family: str, metadata: dict) -> dict[str, Any
     return options(spec.name, family, metadata)
 
 
-BENCHMARK = replace(RECORD, build_docs=build_docs, stop_sequences=stop_sequences, family_options=family_options)
+def check_fields(spec: TaskSpec, fields: list[str], metadata: dict, where: str) -> None:
+    """A record with ``fields`` feeds the task ``spec`` (its controls, and for the ``_fulltext``
+    tasks a full-text column), or the :class:`DataError` the task would stop with when it loads."""
+    from lm_eval_tasks.benchmarks.ccsbench.build import resolve_columns
+    from lm_eval_tasks.settings import resolve
+
+    resolve_columns(fields, spec.subset, resolve(metadata, "column_map"), where, fulltext=spec.variant == "fulltext")
+
+
+BENCHMARK = replace(RECORD, build_docs=build_docs, stop_sequences=stop_sequences, family_options=family_options,
+                    check_fields=check_fields)
 
 __all__ = ["BENCHMARK"]
