@@ -4,7 +4,8 @@
 HealthCareMagic question summarization (the BioBART/HELM preprocessing of
 ``lighteval/med_dialog``, the patient's question kept), zero- and two-shot prompts
 (:mod:`lm_eval_tasks.benchmarks.medqsum.build`), and the paper's metric battery
-(:data:`custom_metrics.battery.MEDQSUM`).
+(:data:`custom_metrics.battery.MEDQSUM`): every family of it optional (a missing model
+skips it, counted, and the others score) and :data:`METRICS` picking which run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from custom_metrics.battery import MEDQSUM
 from custom_metrics.setting import Setting, json_or_str
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 from lm_eval_tasks.data.records import HubSource
+
+#: the row that picks which battery families a run scores (the others "not requested")
+METRICS = Setting("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", json_or_str, None,
+                  "medqsum: comma list of battery families to run (default all).", "scorers",
+                  after="metric_batch_size")
 
 RECORD = Benchmark(
     name="medqsum",
@@ -34,8 +40,7 @@ RECORD = Benchmark(
         "rouge_stemming": Convention(True, "unknown: the paper does not say and no scoring code is released; "
                                            "the suite's stemming kept"),
     },
-    settings=(
-        Setting("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", json_or_str, None,
-                "medqsum: comma list of battery families to run (default all).", "scorers", after="metric_batch_size"),
-    ),
+    settings=(METRICS,),
+    optional_families=MEDQSUM,
+    family_choice=METRICS,
 )
