@@ -78,9 +78,6 @@ class Benchmark:
     system_prompt: bool = False
     #: the group listing every level of both settings (DomainSum's), never averaged
     whole_group: bool = False
-    #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
-    #: collected by :mod:`lm_eval_tasks.settings`
-    settings: tuple[Setting, ...] = ()
     #: the benchmark's battery (medqsum's): families a run may leave out, each then NaN and counted
     #: under ``<name>_skipped`` while the others still score: one whose model is missing (at
     #: scoring time, or at a re-scoring's preflight) instead of failing the run, and one the
@@ -89,6 +86,9 @@ class Benchmark:
     #: the settings row (one of ``settings``) whose value, a comma list, picks the
     #: ``optional_families`` a run scores (empty: all)
     family_choice: Setting | None = None
+    #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
+    #: collected by :mod:`lm_eval_tasks.settings`
+    settings: tuple[Setting, ...] = ()
     #: ``(spec, shots, metadata, split) -> (records, load facts)``: the split's records of the
     #: task ``spec`` with their ``prompt`` and ``summary``
     build_docs: Callable[..., tuple[list[dict], dict]] | None = field(default=None, compare=False, repr=False)

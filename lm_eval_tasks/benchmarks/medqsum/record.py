@@ -27,6 +27,8 @@ RECORD = Benchmark(
     version=2.0,
     subsets=("hcm",),
     families=MEDQSUM,
+    optional_families=MEDQSUM,
+    family_choice=METRICS,
     variants=(Variant(0, group="medqsum"), Variant(2, group="medqsum_2shot")),
     # question summaries are one short sentence
     max_gen_toks=64,
@@ -40,7 +42,7 @@ RECORD = Benchmark(
         "rouge_stemming": Convention(True, "unknown: the paper does not say and no scoring code is released; "
                                            "the suite's stemming kept"),
     },
-    settings=(METRICS,),
-    optional_families=MEDQSUM,
-    family_choice=METRICS,
+    settings=(
+        METRICS,
+    ),
 )
