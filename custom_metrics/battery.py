@@ -8,8 +8,9 @@ model setting are in its own record, beside its formula (the generated reference
 ``docs/metrics.md``). The paper's metrics, plus CIDEr-D (``cider``), which SummEval
 reports and the paper does not.
 
-The catalogue's medqsum tasks list exactly these families, so a harness run and a
-direct call score the same records. What the battery adds to scoring a family alone:
+The medqsum benchmark's record lists exactly these families, each optional, so a harness
+run and a direct call score the same records. What a battery adds to scoring a family
+alone (a family scored under a context marked :attr:`~custom_metrics.registry.Context.battery`):
 a family whose model is missing is *skipped* (its values NaN, ``None`` items for
 corpus keys, a notice naming the setting and environment variable that point it at a
 local copy) and every other family still runs; ``metrics`` runs a subset (the others
@@ -41,8 +42,6 @@ from custom_metrics.registry import NAN, Batch, Context, Family
 
 log = logging.getLogger(__name__)
 
-#: the benchmark whose tasks score the battery
-BENCHMARK = "medqsum"
 #: the battery: families of the registry, in the order they run
 MEDQSUM: tuple[str, ...] = ("bleu", "rouge", "meteor", "chrf", "bertscore", "bertscore_sci",
                             "blanc_help", "blanc_tune", "perplexity", "mauve",
@@ -54,33 +53,35 @@ def missing_values(family: Family, n: int) -> dict[str, list]:
     return {k.name: [None if k.aggregation == "corpus" else NAN] * n for k in family.keys}
 
 
-def requested(names: Sequence[str], metrics: Any) -> list[str]:
+def requested(names: Sequence[str], metrics: Any, where: str = "medqsum_battery: metrics") -> list[str]:
     """The families of ``names`` that ``metrics`` (a comma string or list; empty = all) asks for.
 
-    An unknown family name is an error listing the battery's families.
+    An unknown family name is an error, starting with ``where`` (what gave ``metrics``),
+    that lists the battery's families.
     """
     if not metrics:
         return list(names)
     wanted = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else list(metrics)
     unknown = [f for f in wanted if f not in names]
     if unknown:
-        raise ValueError(f"medqsum_battery: unknown metric families {unknown}; known: {list(names)}")
+        raise ValueError(f"{where}: unknown metric families {unknown}; known: {list(names)}")
     return [f for f in names if f in wanted]
 
 
-def skips_missing_model(family: Family, exc: BaseException, benchmark: str | None) -> bool:
+def skips_missing_model(family: Family, exc: BaseException, in_battery: bool) -> bool:
     """Whether ``exc`` skips ``family`` (NaN, counted with its reason) instead of failing the run.
 
     A family marked ``optional`` is skipped when its model is missing at scoring time;
-    in a battery task (``benchmark`` :data:`BENCHMARK`) so is every battery family with
-    a model, also when its preflight finds the model missing (a ``ScorerUnavailable``),
-    since the battery promises to score the families it can and count the others.
+    one of a battery (``in_battery``: its context's :attr:`~custom_metrics.registry.Context.battery`,
+    one of its benchmark's optional families) is skipped when it has a model and that model
+    is missing, also when its preflight finds it missing (a ``ScorerUnavailable``), since
+    the battery promises to score the families it can and count the others.
     """
     from custom_metrics.hf_models import ModelUnavailable
 
     if isinstance(exc, ModelUnavailable) and family.optional:
         return True
-    return (benchmark == BENCHMARK and family.name in MEDQSUM and bool(family.model_setting)
+    return (in_battery and bool(family.model_setting)
             and isinstance(exc, (ModelUnavailable, registry.ScorerUnavailable)))
 
 
@@ -130,13 +131,13 @@ def battery_documents(predictions: Sequence[str], references: Sequence[str], sou
     settings = _settings(cfg)
     n = len(batch)
     families = [registry.get(name) for name in names]
-    contexts = {f.name: Context(benchmark=BENCHMARK, settings=settings, progress=False) for f in families}
+    contexts = {f.name: Context(battery=True, settings=settings, progress=False) for f in families}
     details: dict[str, Any] = {"models": {f.name: f.model(contexts[f.name]) for f in families
                                           if f.model_setting and f.name in wanted}}
     values: dict[str, list] = {}
     skipped: list[dict] = []
     timings: dict[str, float] = {}
-    with bar(len(wanted) if n else 0, "medqsum metrics", unit="metric", enabled=cfg.get("progress", False)) as shown:
+    with bar(len(wanted) if n else 0, "metric battery", unit="metric", enabled=cfg.get("progress", False)) as shown:
         for fam in families:
             values.update(missing_values(fam, n))
             if fam.name not in wanted:
@@ -174,7 +175,7 @@ def corpus_value(key: str, items: Sequence[Any], config: dict | None = None) -> 
         raise ValueError(f"corpus_value: {key!r} is not a corpus key of the battery ({', '.join(corpus)})")
     if all(it is None for it in items):
         return NAN
-    ctx = Context(benchmark="medqsum", settings=_settings(dict(config or {})))
+    ctx = Context(battery=True, settings=_settings(dict(config or {})))
     return registry.aggregate(fam, key, items, ctx)
 
 

@@ -9,15 +9,13 @@ exactly one family (checked when the table is built).
 
 Where records live and how they are found: a family's record is declared in the module
 that holds its formula (``custom_metrics/families/rouge.py`` declares ``ROUGE``), listed in
-that module's ``METRIC_FAMILIES`` tuple. The registry imports every module of the
-:mod:`custom_metrics.families` package once, on first lookup, and collects those tuples;
-nothing else is registered anywhere, and no other package is scanned. So a new metric
-family is two edits plus tests: one module in ``custom_metrics/families/`` (formula,
-per-document function and record in ``METRIC_FAMILIES``; heavy machinery such as the
-judge client, FM, scorer models or torch imported inside the functions that use it, so
-that building the table stays cheap) and the catalogue's family list of the tasks that
-report it (``lm_eval_tasks/catalog.py``; medqsum's list is
-:data:`custom_metrics.battery.MEDQSUM`, which the catalogue reads).
+its ``METRIC_FAMILIES`` tuple; the registry imports every module of
+:mod:`custom_metrics.families` once, on first lookup, and collects those tuples (nothing
+else is registered, no other package scanned). So a new family is one module there
+(formula, per-document function, record; heavy machinery such as the judge client, FM,
+scorer models or torch imported inside the functions that use it, so that building the
+table stays cheap), its name in the family lists of the benchmark records whose tasks
+report it (``lm_eval_tasks/benchmarks/``), and tests.
 
 How a family is scored: :attr:`Family.score` takes a whole :class:`Batch` (every
 document of a task shard) and returns, per key, one value per document. For a key
@@ -25,9 +23,8 @@ aggregated by ``mean`` / ``nanmean`` / ``sum`` the value is a float (NaN where t
 metric does not apply to that document); for a ``corpus`` key it is a small JSON item
 that :attr:`Key.corpus` folds into the corpus number (corpus BLEU, MAUVE, Pearson r,
 F1, the geometric mean of ROUGE means). The harness turns ``mean``/``nanmean`` keys
-into per-document scores with real standard errors.
-
-Imports nothing from the tasks: settings arrive as plain values in :class:`Context`.
+into per-document scores with real standard errors. Imports nothing from the tasks:
+settings arrive as plain values in :class:`Context`.
 """
 
 from __future__ import annotations
@@ -116,20 +113,18 @@ class Batch:
         return len(self.predictions)
 
 
-#: record fields a family may read beyond the three texts (CCSBench controls)
-EXTRA_FIELDS = ("length_bin", "keywords", "readability", "focus")
+def extra_fields() -> tuple[str, ...]:
+    """The record fields families read beyond the three texts: each family's :attr:`Family.fields`."""
+    return tuple(dict.fromkeys(name for fam in all_families() for name in fam.fields))
 
 
 def extras_of(doc: Mapping[str, Any], task: str | None) -> dict[str, Any]:
-    """A record's ``id``, its task and the :data:`EXTRA_FIELDS` it has, as families read them.
-
-    ``keywords`` may be stored as a JSON string (datasets keep list columns of mixed
-    records as text); families want the list.
-    """
+    """A record's ``id``, its task and the :func:`extra_fields` it has, as families read them:
+    ``keywords`` stored as JSON text (datasets keep list columns of mixed records so) as the list."""
     import json
 
     out: dict[str, Any] = {"id": str(doc.get("id", "")), "task": task}
-    for name in EXTRA_FIELDS:
+    for name in extra_fields():
         if name in doc:
             value = doc[name]
             if name == "keywords" and isinstance(value, str):
@@ -165,6 +160,9 @@ class Context:
     options: Mapping[str, Any] = field(default_factory=dict)
     record: dict[str, Any] = field(default_factory=dict)
     progress: bool | None = None
+    #: the family is one of a battery's (its benchmark's optional families, or a direct battery
+    #: call): a missing model skips it, NaN and counted, instead of failing the run
+    battery: bool = False
     #: facts about how the family scored (signatures, matching mode) that a battery run
     #: records under ``<benchmark>_details``
     details: dict[str, Any] = field(default_factory=dict)
@@ -240,6 +238,9 @@ class Family:
     default_model: Callable[[], str] | None = None
     #: a model missing at scoring time skips the family (NaN with a notice) instead of failing it
     optional: bool = False
+    #: the fields of a document's record the family reads beyond the three texts (CCSBench's
+    #: controls), handed over in :attr:`Batch.extras` (:func:`extra_fields` collects them)
+    fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.needs if n not in NEEDS]

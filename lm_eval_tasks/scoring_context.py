@@ -32,15 +32,17 @@ def family_context(name: str, metadata: Mapping[str, Any] | None = None, *, benc
                    subset: str = "", options: Mapping[str, Any] | None = None) -> registry.Context:
     """The context family ``name`` scores with: its settings resolved from ``metadata``
     (task metadata > environment > default), the judge where it needs one, the
-    benchmark's conventions, and ``options``."""
+    benchmark's conventions, whether it is one of the benchmark's optional families (a
+    battery's: :attr:`~custom_metrics.registry.Context.battery`), and ``options``."""
     fam = registry.get(name)
     missing = [key for key in fam.reads if key not in settings.SETTINGS]
     if missing:  # tests/unit/test_import_rules.py checks every record; here it is one line, not a KeyError
         raise settings.SettingError(f"metric family {name} reads {', '.join(missing)}, which "
                                     f"no settings row declares (a family module declares its own in SETTING_ROWS)")
     meta = dict(metadata or {})
+    rec = ALL_RECORDS.get(benchmark)
     return registry.Context(
-        benchmark=benchmark, subset=subset,
+        benchmark=benchmark, subset=subset, battery=rec is not None and name in rec.optional_families,
         settings=settings.resolve_many(meta, fam.settings),
         conventions=conventions(benchmark),
         judge=settings.judge_config(meta) if "judge" in fam.needs else None,

@@ -384,7 +384,7 @@ CCS_LENGTH = Family(
               description="mean |generated bin - requested bin|", display="Length MAD", unit="score")),
     score=_length_score,
     description="CCSBench length control: 50-word bins of whitespace words.",
-    source="custom_metrics.families.ccs",
+    source="custom_metrics.families.ccs", fields=("length_bin",),
 )
 
 
@@ -399,7 +399,7 @@ CCS_KEYWORDS = Family(
               display="Keyword SR"),),
     score=_keywords_score,
     description="CCSBench keyword control: exact match after Porter stemming.",
-    source="custom_metrics.families.ccs",
+    source="custom_metrics.families.ccs", fields=("keywords",),
 )
 
 
@@ -437,7 +437,7 @@ CCS_READABILITY = Family(
               description="fkgl_normal - fkgl_high", display="ΔFKGL", unit="score")),
     score=_readability_score,
     description="CCSBench readability control: Flesch-Kincaid grade level (textstat).",
-    source="custom_metrics.families.ccs",
+    source="custom_metrics.families.ccs", fields=("readability",),
     describe=_readability_describe,
 )
 
@@ -489,7 +489,7 @@ CCS_FOCUS = Family(
               description="judge replies with no label (left out of F1)", unit="count")),
     score=judge_sampled("ccs_focus", _focus_score),
     description="CCSBench empirical-focus control, judged by an LLM (empirical / conceptual).",
-    source="custom_metrics.families.ccs",
+    source="custom_metrics.families.ccs", fields=("focus",),
     needs=("judge",),
     settings=SAMPLE_SETTINGS,
     check=judge_check,

@@ -90,6 +90,14 @@ class Benchmark:
     system_prompt: bool = False
     #: the group listing every level of both settings (DomainSum's), never averaged
     whole_group: bool = False
+    #: the benchmark's battery (medqsum's): families a run may leave out, each then NaN and counted
+    #: under ``<name>_skipped`` while the others still score: one whose model is missing (at
+    #: scoring time, or at a re-scoring's preflight) instead of failing the run, and one the
+    #: ``family_choice`` row does not pick
+    optional_families: tuple[str, ...] = ()
+    #: the settings row (one of ``settings``) whose value, a comma list, picks the
+    #: ``optional_families`` a run scores (empty: all)
+    family_choice: Setting | None = None
     #: the settings rows the benchmark owns (its data filters, prompt texts, column names),
     #: collected by :mod:`lm_eval_tasks.settings`
     settings: tuple[Setting, ...] = ()
@@ -116,6 +124,16 @@ class Benchmark:
     #: asks it of a split's first record before any model loads
     check_fields: Callable[[Any, list[str], dict, str], None] | None = field(default=None, compare=False,
                                                                             repr=False)
+
+    def __post_init__(self) -> None:
+        reported = {*self.families, *(f for fams in self.subset_families.values() for f in fams),
+                    *(f for v in self.variants for f in v.extra_families)}
+        stray = [f for f in self.optional_families if f not in reported]
+        if stray:
+            raise ValueError(f"benchmark {self.name}: optional_families {stray} are not families its tasks report")
+        if self.family_choice is not None and self.family_choice not in self.settings:
+            raise ValueError(f"benchmark {self.name}: family_choice {self.family_choice.key!r} is not one of its "
+                             f"settings rows")
 
     def all_subsets(self) -> tuple[str, ...]:
         """The subsets, in level order when there are levels."""

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from custom_metrics import battery, devices, registry
-from custom_metrics.hf_models import ModelUnavailable
 from lm_eval_tasks import catalog, scoring_context, settings
 from lm_eval_tasks.benchmarks import family_options
 from lm_eval_tasks.harness_parts.ranks import all_ranks, merge_counts
@@ -109,11 +108,16 @@ class ShardScoring:
         #: rank hands them to the harness, NaN included, and they aggregate NaN-aware (:meth:`merge`)
         self.ragged: set[str] = set()
         self.failures: dict[str, str] = {}
-        #: a battery task (a family may be skipped for a missing model): skipped families, seconds
-        #: per family, scoring details; recorded as ``<benchmark>_skipped`` / ``_timings_s`` / ``_details``
+        #: a battery task (its benchmark's record lists optional families, which its family choice
+        #: may leave out and a missing model skips): skipped families, seconds per family, scoring
+        #: details; recorded as ``<benchmark>_skipped`` / ``_timings_s`` / ``_details``
         self.battery: dict[str, Any] | None = None
-        if any(registry.get(name).optional for name in self.families):
-            wanted = battery.requested(self.families, settings.resolve(meta, "medqsum_metrics"))
+        optional = [n for n in self.families if spec.record is not None and n in spec.record.optional_families]
+        if optional:
+            choice = spec.record.family_choice
+            picked = optional if choice is None else battery.requested(
+                optional, settings.resolve(meta, choice.key), f"task {spec.name}: {choice.key}")
+            wanted = [n for n in self.families if n not in optional or n in picked]
             self.battery = {"wanted": wanted, "skipped": {}, "timings": {}, "details": {}}
         #: nanmean key -> (documents with a value, documents scored): "0 of N judged" is said, not hidden
         self.coverage: dict[str, tuple[int, int]] = {}
@@ -136,7 +140,7 @@ class ShardScoring:
         problems = []
         for name in self.families:
             if self.battery is not None and name not in self.battery["wanted"]:
-                continue  # a battery family left out by medqsum_metrics loads nothing
+                continue  # a battery family the benchmark's family choice leaves out loads nothing
             fam, ctx = registry.get(name), self.ctx[name]
             try:
                 if fam.check is not None and settings.resolve(meta, "preflight"):
@@ -206,7 +210,7 @@ class ShardScoring:
     def _scorer_failed(self, fam: registry.Family, exc: Exception, n: int) -> dict[str, list]:
         """NaN values of a family whose scorer failed after generation, with the reason recorded;
         a battery family whose model is missing is skipped with a notice instead."""
-        if fam.optional and isinstance(exc, ModelUnavailable) and self.battery is not None:
+        if self.battery is not None and battery.skips_missing_model(fam, exc, self.ctx[fam.name].battery):
             self.battery["skipped"].setdefault(fam.name, battery.skip_notice(fam, str(exc)))
             return battery.missing_values(fam, n)
         reason = f"{type(exc).__name__}: {exc}"
@@ -326,8 +330,10 @@ class ShardScoring:
             for key in registry.get(name).settings:
                 resolved[key] = {"value": settings.resolve(meta, key), "from": settings.source_of(meta, key)}
         if self.battery is not None:
-            resolved["medqsum_metrics"] = {"value": settings.resolve(meta, "medqsum_metrics"),
-                                           "from": settings.source_of(meta, "medqsum_metrics")}
+            choice = self.spec.record.family_choice
+            if choice is not None:
+                resolved[choice.key] = {"value": settings.resolve(meta, choice.key),
+                                        "from": settings.source_of(meta, choice.key)}
             record.update(self._battery_record())
         if self.device is not None:
             resolved["scorer_device"] = {"value": self.device, "from": settings.source_of(meta, "scorer_device")}

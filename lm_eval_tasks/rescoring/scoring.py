@@ -202,7 +202,7 @@ def score_file(path: Path, explicit: dict[str, list[str]] | None, args: Options)
         except registry.ScorerUnavailable as exc:
             raise ScoreError(str(exc)) from None
         except ModelUnavailable as exc:  # a battery family whose model is missing: skipped, the others run
-            if not battery.skips_missing_model(fam, exc, ctx.benchmark):
+            if not battery.skips_missing_model(fam, exc, ctx.battery):
                 raise
             summary["skipped"][name] = battery.skip_notice(fam, str(exc))["reason"]
             scored = battery.missing_values(fam, len(batch))

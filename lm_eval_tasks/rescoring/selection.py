@@ -107,7 +107,7 @@ def preflight(fam: registry.Family, ctx: registry.Context, args: Options, why: s
             fam.check(ctx)
         return fam.describe(ctx) if fam.describe is not None else {}
     except (registry.ScorerUnavailable, ModelUnavailable) as exc:
-        if battery.skips_missing_model(fam, exc, ctx.benchmark):
+        if battery.skips_missing_model(fam, exc, ctx.battery):
             raise
         raise ScoreError(str(exc)) from None
 

@@ -17,11 +17,16 @@ import pandas as pd
 from custom_metrics import model_cache, registry
 from custom_metrics.analysis.errors import MetaEvalError
 
+#: the prefix of the columns ``--compute`` adds (``our_<key>``), so that a table's own column of
+#: the same metric stays beside ours
+OURS = "our_"
+
+
 def _sentence_chrf(refs: list[str], cands: list[str], info: dict[str, Any], **_: Any) -> dict[str, list]:
     """Sentence-level chrF per summary (the table's chrF is a corpus number)."""
     from custom_metrics.families.bleu import sentence_chrf_scores
 
-    return {"our_chrf": sentence_chrf_scores(cands, refs)}
+    return {OURS + "chrf": sentence_chrf_scores(cands, refs)}
 
 
 def _fm_pairs(refs: list[str], cands: list[str], info: dict[str, Any], *, judge_config: Any,
@@ -35,7 +40,7 @@ def _fm_pairs(refs: list[str], cands: list[str], info: dict[str, Any], *, judge_
         info["fm"] = "skipped: no judge configured"
         return {}
     info["fm"] = {"n_scored": out["n_scored"], "failures": out["failures"], "usage": out["usage"]}
-    return {f"our_{key}": [np.nan if it[key] is None else it[key] for it in out["per_item"]]
+    return {OURS + key: [np.nan if it[key] is None else it[key] for it in out["per_item"]]
             for key in ("fm", "fm_vanilla")}
 
 
@@ -146,10 +151,10 @@ def compute_metrics(df: pd.DataFrame, which: Sequence[str], *, bertscore_model: 
         if name in SPECIAL:
             columns = SPECIAL[name](refs, cands, info, judge_config=judge_config, fm_variant=fm_variant)
         else:
-            columns = {f"our_{key}": battery[key] for key in _columns(name)}
+            columns = {OURS + key: battery[key] for key in _columns(name)}
         for column, values in columns.items():
             df[column] = values
     return info
 
 
-__all__ = ["BATTERY_KEYS", "SPECIAL", "computable", "compute_metrics"]
+__all__ = ["BATTERY_KEYS", "OURS", "SPECIAL", "computable", "compute_metrics"]

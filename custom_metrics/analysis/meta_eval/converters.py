@@ -40,6 +40,10 @@ from custom_metrics.analysis.errors import MetaEvalError
 
 FORMATS = ("summeval", "dialsummeval")
 SUMMEVAL_ANNOTATORS = ("expert", "turker", "all")
+#: metric columns of the releases read here that rank lower-first, under the release's own
+#: names: DialSummEval's ``ppl`` (GPT-2 perplexity; ``models_eval_new/<system>/metrics.csv``
+#: and ``ppl.csv``, read by :func:`dialsummeval_scores`)
+LOWER_IS_BETTER_COLUMNS = ("ppl",)
 
 
 def _lines(path: Path) -> list[dict]:
@@ -163,4 +167,4 @@ def dialsummeval_scores(folder: str | Path, table: pd.DataFrame) -> pd.DataFrame
     return table.merge(scores, on=["doc_id", "system"], how="left")
 
 
-__all__ = ["FORMATS", "SUMMEVAL_ANNOTATORS", "dialsummeval", "dialsummeval_scores", "summeval"]
+__all__ = ["FORMATS", "LOWER_IS_BETTER_COLUMNS", "SUMMEVAL_ANNOTATORS", "dialsummeval", "dialsummeval_scores", "summeval"]

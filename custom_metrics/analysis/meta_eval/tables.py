@@ -15,6 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from custom_metrics import registry
+from custom_metrics.analysis.meta_eval.compute import OURS
+from custom_metrics.analysis.meta_eval.converters import LOWER_IS_BETTER_COLUMNS
 from custom_metrics.analysis.meta_eval.inputs import flatten_ratings
 from custom_metrics.analysis.stats.agreement import cohen_kappa, krippendorff_alpha, weighted_kappa
 from custom_metrics.analysis.stats.consensus import consensus as pool
@@ -22,14 +25,26 @@ from custom_metrics.analysis.stats.table import correlation_table
 
 CONSENSUS = "consensus"
 
-LOWER_IS_BETTER = ("perplexity", "ppl", "our_perplexity")
+
+def lower_is_better_columns() -> tuple[str, ...]:
+    """The columns ranked lower-first: every key whose record says lower is better
+    (:attr:`~custom_metrics.registry.Key.higher_is_better` False), under its own name and as
+    the ``--compute`` column (``our_<key>``), and the release columns holding such a metric
+    (:data:`~custom_metrics.analysis.meta_eval.converters.LOWER_IS_BETTER_COLUMNS`)."""
+    keys = [k for k, higher in registry.higher_is_better().items() if higher is False]
+    return (*keys, *(OURS + k for k in keys), *LOWER_IS_BETTER_COLUMNS)
+
+
+#: :func:`lower_is_better_columns` when the module was imported (perplexity, its ``ppl`` and ``our_`` columns, ...)
+LOWER_IS_BETTER = lower_is_better_columns()
 
 
 def rankings(df: pd.DataFrame, columns: Sequence[str],
              lower_is_better: Sequence[str] = LOWER_IS_BETTER) -> pd.DataFrame:
     """System means per metric (and human) with ranks (1 = best).
 
-    Higher is better except for the columns named in ``lower_is_better`` (perplexity).
+    Higher is better except for the columns named in ``lower_is_better`` (perplexity and
+    every other key its record ranks lower-first: :func:`lower_is_better_columns`).
     """
     means = df.groupby("system")[list(columns)].mean(numeric_only=True)
     out = pd.DataFrame(index=means.index)
@@ -146,4 +161,4 @@ def annotator_kappa(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
 
 
 __all__ = ["CONSENSUS", "LOWER_IS_BETTER", "alpha_table", "annotator_kappa", "attach_human", "human_scores", "kappa_table",
-           "rankings", "ratings_correlations", "system_ratings"]
+           "lower_is_better_columns", "rankings", "ratings_correlations", "system_ratings"]

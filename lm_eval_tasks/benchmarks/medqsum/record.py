@@ -4,7 +4,8 @@
 HealthCareMagic question summarization (the BioBART/HELM preprocessing of
 ``lighteval/med_dialog``, the patient's question kept), zero- and two-shot prompts
 (:mod:`lm_eval_tasks.benchmarks.medqsum.build`), and the paper's metric battery
-(:data:`custom_metrics.battery.MEDQSUM`).
+(:data:`custom_metrics.battery.MEDQSUM`): every family of it optional (a missing model
+skips it, counted, and the others score) and :data:`METRICS` picking which run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from custom_metrics.setting import Setting, json_or_str
 from lm_eval_tasks.benchmarks.record import Benchmark, Convention, Variant
 from lm_eval_tasks.data.records import HubSource
 
+#: the row that picks which battery families a run scores (the others "not requested")
+METRICS = Setting("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", json_or_str, None,
+                  "medqsum: comma list of battery families to run (default all).", "scorers",
+                  after="metric_batch_size")
+
 RECORD = Benchmark(
     name="medqsum",
     title="Medical question summarization",
@@ -21,6 +27,8 @@ RECORD = Benchmark(
     version=2.0,
     subsets=("hcm",),
     families=MEDQSUM,
+    optional_families=MEDQSUM,
+    family_choice=METRICS,
     variants=(Variant(0, group="medqsum"), Variant(2, group="medqsum_2shot")),
     # question summaries are one short sentence
     max_gen_toks=64,
@@ -35,8 +43,7 @@ RECORD = Benchmark(
                                            "the suite's stemming kept"),
     },
     settings=(
-        Setting("medqsum_metrics", "DOMSUM_MEDQSUM_METRICS", json_or_str, None,
-                "medqsum: comma list of battery families to run (default all).", "scorers", after="metric_batch_size"),
+        METRICS,
     ),
     # fine-tuning (``python -m finetune --preset medqsum``), Section 2.2: "We finetune the
     # baseline models for 3 epochs [on the] HealthCareMagic dataset, with batch size 16,
