@@ -38,7 +38,6 @@ NAMES_LEFT = {
     "custom_metrics/analysis/domains.py": "the measure profile 'domainsum' as a default",
     "custom_metrics/battery.py": "the public name medqsum_battery in its messages",
     "custom_metrics/judge/prompts.py": "the public name adapteval_judge in its message",
-    "lm_eval_tasks/harness_parts/scoring.py": "the battery's family choice, medqsum_metrics, by name",
 }
 #: the suite's benchmark names (the user's record, ``own``, is an ordinary word)
 NAMES = tuple(RECORDS)
