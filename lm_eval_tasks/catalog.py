@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 _OBJECTS: dict[str, Benchmark] = {b.name: b for b in (adapteval.BENCHMARK, ccsbench.BENCHMARK, domainsum.BENCHMARK,
                                                      medqsum.BENCHMARK, own.BENCHMARK)}
+if _OBJECTS != suite.ALL_RECORDS:  # the packages above and the records below the settings (docs/architecture.md)
+    raise ImportError("the benchmarks of catalog.py and of lm_eval_tasks/benchmarks/suite.py differ: "
+                      f"{sorted(set(_OBJECTS) ^ set(suite.ALL_RECORDS)) or 'a package holds another record'}")
 #: every benchmark of the suite (its facts and its behaviour's hooks), in table order
 #: (:data:`lm_eval_tasks.benchmarks.suite.RECORDS`)
 RECORDS: dict[str, Benchmark] = {name: _OBJECTS[name] for name in suite.RECORDS}
