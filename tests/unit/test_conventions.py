@@ -54,10 +54,13 @@ def test_every_benchmark_record_says_where_its_stemming_comes_from():
     from custom_metrics.families.rouge import stemming_for
     from lm_eval_tasks.catalog import RECORDS
 
-    assert {n: r.conventions["rouge_stemming"].value for n, r in RECORDS.items()} == {
-        "domainsum": False, "adapteval": True, "ccsbench": True, "medqsum": True}
+    papers = {"domainsum": False, "adapteval": True, "ccsbench": True, "medqsum": True}
+    assert {n: RECORDS[n].conventions["rouge_stemming"].value for n in papers} == papers
     assert "json_evaluation.py" in RECORDS["domainsum"].conventions["rouge_stemming"].source
-    assert all(r.conventions["rouge_stemming"].source for r in RECORDS.values())
+    # any benchmark reporting ROUGE, a new one included, says where its stemming comes from
+    silent = [n for n, r in RECORDS.items() if "rouge" in r.families
+              and not (r.conventions.get("rouge_stemming") and r.conventions["rouge_stemming"].source)]
+    assert silent == [], f"records without a rouge_stemming convention and its source: {silent}"
     assert stemming_for(None, (False, "release convention of domainsum")) == (False, "release convention of domainsum")
     assert stemming_for() == (True, "library default")
     with pytest.raises(ValueError, match="rouge_stemming"):
