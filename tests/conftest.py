@@ -84,6 +84,18 @@ def minilm_path() -> str:
     return minilm_dir()
 
 
+#: the sample mirror's subsets whose records the tiny models' tokenizer is trained on: a fixed
+#: list, so that a new benchmark's or subset's sample data changes no test model
+TINY_CORPUS = {"adapteval": "arxiv govreport pubmed", "ccsbench": "compositional focus keywords length readability",
+               "domainsum": "cnn cnndm crime family fox law media nydaily nytimes pubmed reddit samsum soccer wapo "
+                            "wikihow", "medqsum": "hcm"}
+
+
+def tiny_corpus() -> list[Path]:
+    """The folders of :data:`TINY_CORPUS`, in the order the whole mirror would be read."""
+    return [FIXTURE_DATA / b / s for b, subsets in sorted(TINY_CORPUS.items()) for s in sorted(subsets.split())]
+
+
 @pytest.fixture(scope="session")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     """A tiny GPT-2 with a BPE tokenizer trained on the fixtures (saved dir)."""
@@ -91,7 +103,7 @@ def tiny_causal_lm(tmp_path_factory) -> Path:
 
     # 4,096 positions: its fixture-trained BPE spends about three tokens a word, and CCSBench's
     # three-shot Appendix C prompt must fit whole (prompts are fitted to the model's context)
-    return build_causal_lm(tmp_path_factory.mktemp("tiny_clm"), [FIXTURE_DATA], n_positions=4096)
+    return build_causal_lm(tmp_path_factory.mktemp("tiny_clm"), tiny_corpus(), n_positions=4096)
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +111,7 @@ def tiny_seq2seq_lm(tmp_path_factory) -> Path:
     """A tiny T5 encoder-decoder with a BPE tokenizer trained on the fixtures."""
     from lm_eval_tasks.tiny_models import build_seq2seq_lm
 
-    return build_seq2seq_lm(tmp_path_factory.mktemp("tiny_s2s"), [FIXTURE_DATA])
+    return build_seq2seq_lm(tmp_path_factory.mktemp("tiny_s2s"), tiny_corpus())
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
