@@ -117,6 +117,7 @@ def combine(adapters: list[str], weights: list[float], output: str | Path, rule:
     given = [w * w for w in weights] if rule == "lorahub" else weights
     # "default": peft saves the adapter of that name at the folder's top, where peft= looks
     model.add_weighted_adapter(names, given, "default", combination_type=peft_type)
+    model.set_adapter("default")  # the parts go; deleting the active one would warn that peft switched
     for name in names:
         model.delete_adapter(name)
 
