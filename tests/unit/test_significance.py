@@ -169,3 +169,6 @@ def test_a_standard_error_at_the_level_of_rounding_is_zero_and_gives_no_detectab
     assert se2 == pytest.approx(np.std([0.7, -0.2], ddof=1) / math.sqrt(2))
     assert no_detectable_difference(se2, 2) == "fewer than 3 documents (2)"
     assert math.isnan(min_detectable_difference(se2, 2))
+    # scores all near 0: a relative bound would be as small as they are; the metric's unit is the floor
+    _, se3 = paired_resamples([0.0] * 8 + [1.192092896e-10], [0.0] * 9, "mean", n_boot=50, seed=1)
+    assert se3 == 0.0 and math.isnan(min_detectable_difference(se3, 9))

@@ -226,8 +226,8 @@ def paired_resamples(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = 
 
     Both sides are resampled with one seed, so each resample draws the same documents on
     both (:func:`.bootstrap.resample_indices`). ``n_boot`` 0: no resamples, SE kept for a
-    mean. An SE at most :data:`TIE_TOLERANCE` times the largest score is returned as 0:
-    the differences have no spread, only rounding.
+    mean. An SE at most :data:`TIE_TOLERANCE` times the largest score (or times 1, when every
+    score is below 1) is returned as 0: the differences have no spread, only rounding.
     """
     n = _check(a, b)
     if n == 0:
@@ -251,7 +251,11 @@ def paired_resamples(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = 
 
 
 def _no_rounding(se: float, scale: float) -> float:
-    return 0.0 if math.isfinite(se) and se <= TIE_TOLERANCE * scale else se
+    """``se``, or 0 when it is rounding: at most :data:`TIE_TOLERANCE` times the largest score,
+    or times 1 (a metric's own unit) when every score is smaller than that. Why the floor:
+    scores that are all near 0 (1e-10 and 0) make any relative bound as small as they are, and
+    an SE of 1e-11 would claim a difference of 4e-11 detectable."""
+    return 0.0 if math.isfinite(se) and se <= TIE_TOLERANCE * max(scale, 1.0) else se
 
 
 def paired_interval(a: Sequence[Any], b: Sequence[Any], statistic: Statistic = "mean", n_boot: int = 1000,
